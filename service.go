@@ -1,0 +1,477 @@
+package feed
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"math/big"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of the compatible API.
+const (
+	CodeTTL          = 2 * time.Minute
+	CodeResendAfter  = 60 * time.Second
+	CodeMaxTries     = 5
+	SessionTTL       = 30 * time.Minute
+	MaxTitle         = 255
+	MaxContent       = 2048
+	MaxImages        = 2048
+	MaxPageSize      = 50
+	MaxOffset        = 1 << 20
+	MaxPageNumber    = 1 << 20
+	ListPageSize     = 10 // posts per page of /blog/of/me, /of/user, /hot
+	LikersShown      = 5
+	CommonFollowsMax = 100
+	// maxEmptyPages bounds how many fully-deleted pages one feed read skips.
+	maxEmptyPages = 16
+)
+
+// Service holds the business rules of feedd on top of the store interfaces.
+// Every backend combination runs the same Service.
+type Service struct {
+	Users   UserStore
+	Auth    AuthStore
+	Posts   PostStore
+	Follows FollowStore
+	Inbox   Inbox
+	Codes   CodeSender
+
+	Now      func() time.Time // defaults to time.Now
+	Rand     io.Reader        // defaults to crypto/rand.Reader
+	PageSize int              // default feed page size; 10 if zero
+	Log      *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) rand() io.Reader {
+	if s.Rand != nil {
+		return s.Rand
+	}
+	return rand.Reader
+}
+
+func (s *Service) pageSize() int {
+	if s.PageSize > 0 {
+		return s.PageSize
+	}
+	return 10
+}
+
+var phoneRE = regexp.MustCompile(`^1[3-9][0-9]{9}$`)
+
+// ValidPhone reports whether phone is an 11-digit mainland China mobile number.
+func ValidPhone(phone string) bool { return phoneRE.MatchString(phone) }
+
+// HashSecret returns the stored form of a token or code.
+func HashSecret(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		io.WriteString(h, p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (s *Service) randomString(n int, alphabet string) (string, error) {
+	var b strings.Builder
+	max := big.NewInt(int64(len(alphabet)))
+	for i := 0; i < n; i++ {
+		k, err := rand.Int(s.rand(), max)
+		if err != nil {
+			return "", err
+		}
+		b.WriteByte(alphabet[k.Int64()])
+	}
+	return b.String(), nil
+}
+
+// SendCode creates a 6-digit one-time code for phone and sends it.
+// EINVALID for a malformed phone, ECONFLICT if asked again within a minute.
+func (s *Service) SendCode(ctx context.Context, phone string) error {
+	if !ValidPhone(phone) {
+		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
+	}
+	code, err := s.randomString(6, "0123456789")
+	if err != nil {
+		return err
+	}
+	if err := s.Auth.SaveCode(ctx, phone, HashSecret(phone, code), s.now(), CodeTTL, CodeResendAfter); err != nil {
+		return err
+	}
+	return s.Codes.SendCode(ctx, phone, code)
+}
+
+// Login checks a code and returns a new session token, creating the user on
+// first login. EINVALID for a malformed phone or a wrong, expired or burned code.
+func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
+	if !ValidPhone(phone) {
+		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
+	}
+	now := s.now()
+	if err := s.Auth.ConsumeCode(ctx, phone, HashSecret(phone, code), now, CodeMaxTries); err != nil {
+		return "", err
+	}
+	nick, err := s.randomString(10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	if err != nil {
+		return "", err
+	}
+	u, err := s.Users.FindOrCreateUser(ctx, phone, "user_"+nick, now)
+	if err != nil {
+		return "", err
+	}
+	raw := make([]byte, 24) // 192 bits
+	if _, err := io.ReadFull(s.rand(), raw); err != nil {
+		return "", err
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now.Add(SessionTTL)); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// Authenticate returns the user id of a live session token and extends the
+// session. EUNAUTHORIZED otherwise.
+func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
+	if token == "" {
+		return 0, Errorf(EUNAUTHORIZED, "login required")
+	}
+	return s.Auth.Session(ctx, HashSecret(token), s.now(), SessionTTL)
+}
+
+// Logout ends the session of token.
+func (s *Service) Logout(ctx context.Context, token string) error {
+	return s.Auth.DeleteSession(ctx, HashSecret(token))
+}
+
+// User returns one user; ENOTFOUND if there is none.
+func (s *Service) User(ctx context.Context, id int64) (*User, error) {
+	if id <= 0 {
+		return nil, Errorf(EINVALID, "id must be a positive integer")
+	}
+	return s.Users.User(ctx, id)
+}
+
+// PostInput is what an author sends to publish.
+type PostInput struct {
+	Title   string
+	Content string
+	Images  string
+	ShopID  int64
+}
+
+// Validate returns EINVALID describing the first problem of in.
+func (in PostInput) Validate() error {
+	switch {
+	case strings.TrimSpace(in.Title) == "":
+		return Errorf(EINVALID, "title must not be empty")
+	case utf8.RuneCountInString(in.Title) > MaxTitle:
+		return Errorf(EINVALID, "title must be at most %d characters", MaxTitle)
+	case strings.TrimSpace(in.Content) == "":
+		return Errorf(EINVALID, "content must not be empty")
+	case utf8.RuneCountInString(in.Content) > MaxContent:
+		return Errorf(EINVALID, "content must be at most %d characters", MaxContent)
+	case utf8.RuneCountInString(in.Images) > MaxImages:
+		return Errorf(EINVALID, "images must be at most %d characters", MaxImages)
+	case in.ShopID < 0:
+		return Errorf(EINVALID, "shopId must not be negative")
+	case !utf8.ValidString(in.Title + in.Content + in.Images):
+		return Errorf(EINVALID, "text must be valid UTF-8")
+	}
+	return nil
+}
+
+// Publish stores a post of userID and enqueues its fan-out in the same
+// transaction. It returns as soon as the post is committed.
+func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Post, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	now := s.now().Truncate(time.Millisecond)
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CreatedAt: now, UpdatedAt: now}
+	if err := s.Posts.CreatePost(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PostView is a post hydrated for one viewer.
+type PostView struct {
+	*Post
+	Author *User // nil when the author no longer exists
+	IsLike bool
+}
+
+// Hydrate turns posts into views for viewerID (0: anonymous) with a constant
+// number of store calls: one for authors, one for the viewer's likes.
+func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
+	if len(posts) == 0 {
+		return []PostView{}, nil
+	}
+	authorIDs := make([]int64, 0, len(posts))
+	postIDs := make([]int64, 0, len(posts))
+	seen := make(map[int64]bool, len(posts))
+	for _, p := range posts {
+		postIDs = append(postIDs, p.ID)
+		if !seen[p.UserID] {
+			seen[p.UserID] = true
+			authorIDs = append(authorIDs, p.UserID)
+		}
+	}
+	authors, err := s.Users.Users(ctx, authorIDs)
+	if err != nil {
+		return nil, err
+	}
+	liked := map[int64]bool{}
+	if viewerID > 0 {
+		if liked, err = s.Posts.LikedBy(ctx, viewerID, postIDs); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PostView, len(posts))
+	for i, p := range posts {
+		out[i] = PostView{Post: p, Author: authors[p.UserID], IsLike: liked[p.ID]}
+	}
+	return out, nil
+}
+
+func validID(name string, id int64) error {
+	if id <= 0 {
+		return Errorf(EINVALID, "%s must be a positive integer", name)
+	}
+	return nil
+}
+
+// Post returns one post hydrated for viewerID.
+func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, error) {
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	p, err := s.Posts.Post(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Hydrate(ctx, viewerID, []*Post{p})
+	if err != nil {
+		return nil, err
+	}
+	return &v[0], nil
+}
+
+// DeletePost deletes a post of userID. ENOTFOUND, EFORBIDDEN.
+func (s *Service) DeletePost(ctx context.Context, userID, id int64) error {
+	if err := validID("id", id); err != nil {
+		return err
+	}
+	return s.Posts.DeletePost(ctx, id, userID)
+}
+
+// ToggleLike flips userID's like of post id.
+func (s *Service) ToggleLike(ctx context.Context, userID, id int64) (bool, error) {
+	if err := validID("id", id); err != nil {
+		return false, err
+	}
+	return s.Posts.ToggleLike(ctx, id, userID, s.now())
+}
+
+// Likers returns the first LikersShown users who liked post id, earliest first.
+func (s *Service) Likers(ctx context.Context, id int64) ([]*User, error) {
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	if _, err := s.Posts.Post(ctx, id); err != nil {
+		return nil, err
+	}
+	ids, err := s.Posts.Likers(ctx, id, LikersShown)
+	if err != nil {
+		return nil, err
+	}
+	return s.usersInOrder(ctx, ids)
+}
+
+func (s *Service) usersInOrder(ctx context.Context, ids []int64) ([]*User, error) {
+	m, err := s.Users.Users(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*User, 0, len(ids))
+	for _, id := range ids {
+		if u := m[id]; u != nil {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func pageBounds(current int) (offset int, err error) {
+	if current < 1 || current > MaxPageNumber {
+		return 0, Errorf(EINVALID, "current must be a page number from 1 to %d", MaxPageNumber)
+	}
+	return (current - 1) * ListPageSize, nil
+}
+
+// PostsOfUser returns page current (from 1) of authorID's posts, newest first.
+func (s *Service) PostsOfUser(ctx context.Context, viewerID, authorID int64, current int) ([]PostView, error) {
+	if err := validID("id", authorID); err != nil {
+		return nil, err
+	}
+	off, err := pageBounds(current)
+	if err != nil {
+		return nil, err
+	}
+	posts, err := s.Posts.PostsOfUser(ctx, authorID, off, ListPageSize)
+	if err != nil {
+		return nil, err
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// HotPosts returns page current of posts by like count.
+func (s *Service) HotPosts(ctx context.Context, viewerID int64, current int) ([]PostView, error) {
+	off, err := pageBounds(current)
+	if err != nil {
+		return nil, err
+	}
+	posts, err := s.Posts.HotPosts(ctx, off, ListPageSize)
+	if err != nil {
+		return nil, err
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// Follow makes userID follow (follow=true) or unfollow targetID. Idempotent.
+func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow bool) error {
+	if err := validID("id", targetID); err != nil {
+		return err
+	}
+	if userID == targetID {
+		return Errorf(EINVALID, "you cannot follow yourself")
+	}
+	return s.Follows.SetFollow(ctx, userID, targetID, follow, s.now())
+}
+
+// IsFollowing reports whether userID follows targetID.
+func (s *Service) IsFollowing(ctx context.Context, userID, targetID int64) (bool, error) {
+	if err := validID("id", targetID); err != nil {
+		return false, err
+	}
+	return s.Follows.IsFollowing(ctx, userID, targetID)
+}
+
+// CommonFollows returns the users that both userID and targetID follow.
+func (s *Service) CommonFollows(ctx context.Context, userID, targetID int64) ([]*User, error) {
+	if err := validID("id", targetID); err != nil {
+		return nil, err
+	}
+	if _, err := s.Users.User(ctx, targetID); err != nil {
+		return nil, err
+	}
+	ids, err := s.Follows.CommonFollowees(ctx, userID, targetID, CommonFollowsMax)
+	if err != nil {
+		return nil, err
+	}
+	return s.usersInOrder(ctx, ids)
+}
+
+// Scroll is one page of the follow feed under the compatible cursor.
+type Scroll struct {
+	List    []PostView
+	MinTime int64
+	Offset  int
+}
+
+// ScrollFeed returns the page of userID's feed after cursor (lastID, offset)
+// with at most size entries (0: the default page size). It returns nil when
+// no entry is left.
+//
+// The cursor counts inbox entries, not returned posts: entries whose post was
+// deleted are skipped, and a page whose every entry was skipped moves on to
+// the next entries instead of ending the scroll.
+func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, size int) (*Scroll, error) {
+	if lastID <= 0 {
+		return nil, Errorf(EINVALID, "lastId must be a positive integer")
+	}
+	if offset < 0 || offset > MaxOffset {
+		return nil, Errorf(EINVALID, "offset must be an integer from 0 to %d", MaxOffset)
+	}
+	if size == 0 {
+		size = s.pageSize()
+	}
+	if size < 1 || size > MaxPageSize {
+		return nil, Errorf(EINVALID, "size must be an integer from 1 to %d", MaxPageSize)
+	}
+	max, skip := lastID, offset
+	for range maxEmptyPages {
+		entries, err := s.Inbox.Page(ctx, userID, max, skip, size)
+		if err != nil {
+			return nil, err
+		}
+		if len(entries) == 0 {
+			return nil, nil
+		}
+		minTime, next := NextCursor(entries, max, skip)
+		views, err := s.hydrateEntries(ctx, userID, entries)
+		if err != nil {
+			return nil, err
+		}
+		if len(views) > 0 || len(entries) < size {
+			if len(views) == 0 {
+				return nil, nil // the rest of the inbox was deleted posts
+			}
+			return &Scroll{List: views, MinTime: minTime, Offset: next}, nil
+		}
+		max, skip = minTime, next
+	}
+	// Every page we looked at was deleted posts: hand the client a cursor
+	// past them; it keeps scrolling because minTime is not 0.
+	return &Scroll{List: []PostView{}, MinTime: max, Offset: skip}, nil
+}
+
+// NextCursor returns the compatible cursor after a page of entries read
+// with cursor (max, skip): the last entry's score, and the number of entries
+// with that score seen so far.
+func NextCursor(entries []Entry, max int64, skip int) (int64, int) {
+	minTime := entries[len(entries)-1].Score
+	n := 0
+	for i := len(entries) - 1; i >= 0 && entries[i].Score == minTime; i-- {
+		n++
+	}
+	if minTime == max {
+		n += skip
+	}
+	return minTime, n
+}
+
+// hydrateEntries loads the posts of entries in entry order, dropping deleted
+// ones, and hydrates them: three store calls whatever the page size.
+func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
+	ids := make([]int64, len(entries))
+	for i, e := range entries {
+		ids[i] = e.PostID
+	}
+	m, err := s.Posts.Posts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	posts := make([]*Post, 0, len(ids))
+	for _, id := range ids {
+		if p := m[id]; p != nil {
+			posts = append(posts, p)
+		}
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}

@@ -1,0 +1,160 @@
+// Package sqlite is everything SQLite does for feedd: the embedded store of
+// users, posts, follows and likes, the embedded inbox, and the database that
+// River's SQLite driver queues fan-out jobs in.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+
+	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// DB is an open feedd database. SQLite allows one writer at a time, so it
+// keeps two pools on one file: Write, with a single connection whose
+// transactions take the write lock at BEGIN (River uses this pool too), and
+// Read, with several connections that read concurrently under WAL.
+type DB struct {
+	Path  string
+	Write *sql.DB
+	Read  *sql.DB
+
+	// Enqueue inserts durable jobs (feed.FanoutJob, feed.RemoveJob) in tx.
+	// It is set by the wiring once the queue exists; a store without it
+	// refuses to publish, so no post is ever committed without its job.
+	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...any) error
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database file feedd.db in dir and
+// applies the migrations.
+func Open(ctx context.Context, dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	return OpenFile(ctx, filepath.Join(dir, "feedd.db"))
+}
+
+// OpenFile opens the database at path and applies the migrations.
+func OpenFile(ctx context.Context, path string) (*DB, error) {
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	db := &DB{Path: path, Write: w}
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	n := max(4, runtime.GOMAXPROCS(0)*2)
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	db.Read = r
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	return errors.Join(db.Read.Close(), db.Write.Close())
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := db.migrateFile(ctx, name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+		return err
+	} else if n > 0 {
+		return nil
+	}
+	body, err := fs.ReadFile(migrationFS, name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO feedd_migrations (name) VALUES (?)`, name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// tx runs fn in a write transaction and commits it if fn returns nil.
+func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// idList encodes ids as a JSON array: queries take a whole list as one
+// parameter and expand it with json_each, so a batch is one statement.
+func idList(ids []int64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Inbox is the embedded inbox: table inbox, keyed (user_id, score, post_id).
+type Inbox struct{ DB *DB }
+
+var _ feed.Inbox = (*Inbox)(nil)
+
+// Deliver implements feed.Inbox: one INSERT for the whole batch.
+func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	_, err := ib.DB.Write.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
+		SELECT value, ?, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, e.Score, e.PostID, idList(userIDs))
+	return err
+}
+
+// Add implements feed.Inbox.
+func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pairs := make([][2]int64, len(entries))
+	for i, e := range entries {
+		pairs[i] = [2]int64{e.Score, e.PostID}
+	}
+	_, err := ib.DB.Write.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
+		SELECT ?, value ->> 0, value ->> 1 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, userID, jsonString(pairs))
+	return err
+}
+
+// Remove implements feed.Inbox.
+func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	_, err := ib.DB.Write.ExecContext(ctx, `DELETE FROM inbox WHERE score = ? AND post_id = ?
+		AND user_id IN (SELECT value FROM json_each(?))`, e.Score, e.PostID, idList(userIDs))
+	return err
+}
+
+// Page implements feed.Inbox.
+func (ib *Inbox) Page(ctx context.Context, userID int64, max int64, offset, limit int) ([]feed.Entry, error) {
+	rows, err := ib.DB.Read.QueryContext(ctx, `SELECT score, post_id FROM inbox WHERE user_id = ? AND score <= ?
+		ORDER BY score DESC, post_id DESC LIMIT ? OFFSET ?`, userID, max, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []feed.Entry{}
+	for rows.Next() {
+		var e feed.Entry
+		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Trim implements feed.Inbox.
+func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
+	_, err := ib.DB.Write.ExecContext(ctx, `DELETE FROM inbox WHERE user_id = ?1 AND (score, post_id) NOT IN
+		(SELECT score, post_id FROM inbox WHERE user_id = ?1 ORDER BY score DESC, post_id DESC LIMIT ?2)`, userID, cap)
+	return err
+}

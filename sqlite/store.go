@@ -1,0 +1,389 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Compile-time checks: DB implements every store of the domain.
+var (
+	_ feed.UserStore   = (*DB)(nil)
+	_ feed.AuthStore   = (*DB)(nil)
+	_ feed.PostStore   = (*DB)(nil)
+	_ feed.FollowStore = (*DB)(nil)
+)
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// ---- users
+
+const userCols = `id, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanUser(s scanner) (*feed.User, error) {
+	var u feed.User
+	var created int64
+	if err := s.Scan(&u.ID, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
+		return nil, err
+	}
+	u.CreatedAt = time.UnixMilli(created)
+	return &u, nil
+}
+
+// FindOrCreateUser implements feed.UserStore.
+func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now time.Time) (*feed.User, error) {
+	var u *feed.User
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO users (phone, nick_name, created_at) VALUES (?, ?, ?) ON CONFLICT (phone) DO NOTHING`,
+			phone, nickName, ms(now)); err != nil {
+			return err
+		}
+		var err error
+		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE phone = ?`, phone))
+		return err
+	})
+	return u, err
+}
+
+// User implements feed.UserStore.
+func (db *DB) User(ctx context.Context, id int64) (*feed.User, error) {
+	u, err := scanUser(db.Read.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, feed.ErrNotFound("user")
+	}
+	return u, err
+}
+
+// Users implements feed.UserStore.
+func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, error) {
+	out := make(map[int64]*feed.User, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Read.QueryContext(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT value FROM json_each(?))`, idList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[u.ID] = u
+	}
+	return out, rows.Err()
+}
+
+// ---- login codes and sessions
+
+// SaveCode implements feed.AuthStore.
+func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var sent int64
+		err := tx.QueryRowContext(ctx, `SELECT sent_at FROM login_codes WHERE phone = ?`, phone).Scan(&sent)
+		if err == nil && now.Sub(time.UnixMilli(sent)) < resendAfter {
+			return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
+		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO login_codes (phone, code_hash, sent_at, expires_at, tries) VALUES (?, ?, ?, ?, 0)
+			ON CONFLICT (phone) DO UPDATE SET code_hash = excluded.code_hash, sent_at = excluded.sent_at, expires_at = excluded.expires_at, tries = 0`,
+			phone, codeHash, ms(now), ms(now.Add(ttl)))
+		return err
+	})
+}
+
+// ConsumeCode implements feed.AuthStore.
+func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
+	var refusal error
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var hash string
+		var expires int64
+		var tries int
+		err := tx.QueryRowContext(ctx, `SELECT code_hash, expires_at, tries FROM login_codes WHERE phone = ?`, phone).Scan(&hash, &expires, &tries)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && (now.UnixMilli() >= expires || tries >= maxTries)) {
+			refusal = feed.Errorf(feed.EINVALID, "the code has expired or was not requested; ask for a new code")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if hash == codeHash {
+			_, err = tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone = ?`, phone)
+			return err
+		}
+		// A wrong try is counted (and committed) even though the login is refused.
+		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
+		_, err = tx.ExecContext(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = ?`, phone)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
+
+// CreateSession implements feed.AuthStore.
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		// Sweep a few expired sessions so the table does not grow forever.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at < ? LIMIT 100)`, time.Now().UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`, tokenHash, userID, ms(expires))
+		return err
+	})
+}
+
+// sessionSlack is how stale an expiry may get before a read extends it: a
+// session is extended at most once a minute, not on every request.
+const sessionSlack = time.Minute
+
+// Session implements feed.AuthStore.
+func (db *DB) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
+	var userID, expires int64
+	err := db.Read.QueryRowContext(ctx, `SELECT user_id, expires_at FROM sessions WHERE token_hash = ?`, tokenHash).Scan(&userID, &expires)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && expires <= ms(now)) {
+		return 0, feed.Errorf(feed.EUNAUTHORIZED, "login required")
+	} else if err != nil {
+		return 0, err
+	}
+	if next := ms(now.Add(ttl)); next-expires >= sessionSlack.Milliseconds() {
+		if _, err := db.Write.ExecContext(ctx, `UPDATE sessions SET expires_at = ? WHERE token_hash = ? AND expires_at < ?`, next, tokenHash, next); err != nil {
+			return 0, err
+		}
+	}
+	return userID, nil
+}
+
+// DeleteSession implements feed.AuthStore.
+func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
+	_, err := db.Write.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+	return err
+}
+
+// ---- posts and likes
+
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at`
+
+func scanPost(s scanner) (*feed.Post, error) {
+	var p feed.Post
+	var created, updated int64
+	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &created, &updated); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	return &p, nil
+}
+
+func scanPosts(rows *sql.Rows, err error) ([]*feed.Post, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*feed.Post{}
+	for rows.Next() {
+		p, err := scanPost(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...any) error {
+	if db.Enqueue == nil {
+		return errors.New("sqlite: no job queue configured")
+	}
+	return db.Enqueue(ctx, tx, jobs...)
+}
+
+// CreatePost implements feed.PostStore.
+func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		if err != nil {
+			return err
+		}
+		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
+	})
+}
+
+// Post implements feed.PostStore.
+func (db *DB) Post(ctx context.Context, id int64) (*feed.Post, error) {
+	p, err := scanPost(db.Read.QueryRowContext(ctx, `SELECT `+postCols+` FROM posts WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, feed.ErrNotFound("post")
+	}
+	return p, err
+}
+
+// Posts implements feed.PostStore.
+func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, error) {
+	out := make(map[int64]*feed.Post, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	posts, err := scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE id IN (SELECT value FROM json_each(?))`, idList(ids)))
+	for _, p := range posts {
+		out[p.ID] = p
+	}
+	return out, err
+}
+
+// DeletePost implements feed.PostStore.
+func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var author, created int64
+		err := tx.QueryRowContext(ctx, `SELECT user_id, created_at FROM posts WHERE id = ?`, id).Scan(&author, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return feed.ErrNotFound("post")
+		} else if err != nil {
+			return err
+		} else if author != userID {
+			return feed.Errorf(feed.EFORBIDDEN, "only the author may delete this post")
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM likes WHERE post_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM posts WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
+	})
+}
+
+// PostsOfUser implements feed.PostStore.
+func (db *DB) PostsOfUser(ctx context.Context, userID int64, offset, limit int) ([]*feed.Post, error) {
+	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?
+		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, userID, limit, offset))
+}
+
+// HotPosts implements feed.PostStore.
+func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, error) {
+	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts
+		ORDER BY liked DESC, created_at DESC, id DESC LIMIT ? OFFSET ?`, limit, offset))
+}
+
+// ToggleLike implements feed.PostStore.
+func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
+	var liked bool
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+			return err
+		} else if n == 0 {
+			return feed.ErrNotFound("post")
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM likes WHERE post_id = ? AND user_id = ?`, postID, userID)
+		if err != nil {
+			return err
+		}
+		delta := -1
+		if k, _ := res.RowsAffected(); k == 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (?, ?, ?)`, postID, userID, ms(now)); err != nil {
+				return err
+			}
+			delta, liked = 1, true
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE posts SET liked = liked + ? WHERE id = ?`, delta, postID)
+		return err
+	})
+	return liked, err
+}
+
+// Likers implements feed.PostStore.
+func (db *DB) Likers(ctx context.Context, postID int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT user_id FROM likes WHERE post_id = ? ORDER BY id LIMIT ?`, postID, limit))
+}
+
+// LikedBy implements feed.PostStore.
+func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error) {
+	out := make(map[int64]bool)
+	if len(postIDs) == 0 {
+		return out, nil
+	}
+	ids, err := scanIDs(db.Read.QueryContext(ctx, `SELECT post_id FROM likes WHERE user_id = ? AND post_id IN (SELECT value FROM json_each(?))`, userID, idList(postIDs)))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
+func scanIDs(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// ---- follows
+
+// SetFollow implements feed.FollowStore.
+func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE id = ?`, followeeID).Scan(&n); err != nil {
+			return err
+		} else if n == 0 {
+			return feed.ErrNotFound("user")
+		}
+		var res sql.Result
+		var err error
+		delta := 1
+		if follow {
+			res, err = tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
+		} else {
+			delta = -1
+			res, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID)
+		}
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return nil // already in that state
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET followee = followee + ? WHERE id = ?`, delta, followerID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE users SET fans = fans + ? WHERE id = ?`, delta, followeeID)
+		return err
+	})
+}
+
+// IsFollowing implements feed.FollowStore.
+func (db *DB) IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error) {
+	var n int
+	err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID).Scan(&n)
+	return n > 0, err
+}
+
+// CommonFollowees implements feed.FollowStore.
+func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT x.followee_id FROM follows x
+		JOIN follows y ON y.follower_id = ? AND y.followee_id = x.followee_id
+		WHERE x.follower_id = ? ORDER BY x.followee_id LIMIT ?`, b, a, limit))
+}
+
+// FollowersAfter implements feed.FollowStore.
+func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
+		ORDER BY follower_id LIMIT ?`, followeeID, after, limit))
+}
