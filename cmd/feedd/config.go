@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// config is everything feedd can be told. Only cmd/feedd reads flags and
+// the environment.
+type config struct {
+	cmd          string
+	addr         string
+	dataDir      string
+	logFormat    string
+	logLevel     string
+	workers      int
+	pageSize     int
+	pollInterval time.Duration
+	jobTimeout   time.Duration
+	rescueAfter  time.Duration
+}
+
+// newFlagSet declares every flag with its FEED_* environment fallback.
+func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("feedd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(out)
+	str := func(p *string, name, env, def, help string) {
+		if v := getenv(env); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
+	}
+	num := func(p *int, name, env string, def int, help string) {
+		if v, err := strconv.Atoi(getenv(env)); err == nil {
+			def = v
+		}
+		fs.IntVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, help string) {
+		if v, err := time.ParseDuration(getenv(env)); err == nil {
+			def = v
+		}
+		fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
+	}
+	str(&c.addr, "addr", "FEED_ADDR", "127.0.0.1:8081", "address the HTTP API listens on")
+	str(&c.dataDir, "data", "FEED_DATA", "./data", "directory of the SQLite database file, created if missing")
+	str(&c.logFormat, "log-format", "FEED_LOG_FORMAT", "text", "log format: text or json")
+	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	num(&c.workers, "workers", "FEED_WORKERS", 4, "fan-out jobs worked at once by this process (0: none)")
+	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", 10, "default number of posts in a feed page (1-50)")
+	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
+	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
+	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	return fs
+}
+
+// parseConfig returns nil, nil when only help was asked for.
+func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	c := &config{cmd: cmd}
+	fs := newFlagSet(cmd, c, getenv, stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case c.logFormat != "text" && c.logFormat != "json":
+		return nil, fmt.Errorf("--log-format must be text or json")
+	case c.workers < 0:
+		return nil, fmt.Errorf("--workers must not be negative")
+	case c.pageSize < 1 || c.pageSize > 50:
+		return nil, fmt.Errorf("--page-size must be from 1 to 50")
+	case c.rescueAfter < c.jobTimeout:
+		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	}
+	if cmd == "worker" && c.workers == 0 {
+		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")
+	}
+	return c, nil
+}

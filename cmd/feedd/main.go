@@ -1,0 +1,62 @@
+// Command feedd is the follow-feed service. It only wires packages together:
+// configuration from flags and FEED_* environment variables, storage, the
+// fan-out queue and the HTTP server.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "feedd:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `feedd: a follow-feed (timeline) service.
+
+Usage:
+  feedd [serve] [flags]   serve the HTTP API and work fan-out jobs (the default)
+  feedd worker [flags]    work fan-out jobs only
+  feedd migrate [flags]   apply database migrations and exit
+  feedd help              show this text
+
+With no --database-url, feedd runs embedded: one SQLite file in --data holds
+everything, inboxes and the job queue included. Every flag can also be set
+with the environment variable named after it.
+
+Flags:
+`
+
+// run is the whole program; main only supplies the process's context,
+// arguments, environment and output. Tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "worker", "migrate":
+		cfg, err := parseConfig(cmd, args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		if cfg == nil {
+			return nil // --help
+		}
+		return runApp(ctx, cfg, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		newFlagSet("serve", &config{}, getenv, stdout).PrintDefaults()
+		return nil
+	}
+	return fmt.Errorf("unknown command %q (try feedd help)", cmd)
+}

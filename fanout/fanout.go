@@ -1,0 +1,363 @@
+// Package fanout is feedd's durable background work on River: delivering a
+// new post to its audience's inboxes (fan-out on write) and removing a deleted
+// post from them. Jobs are inserted in the transaction that commits the post,
+// so a committed post is always delivered and a rolled-back one never is.
+//
+// A post job first writes the author's own inbox, then pages the audience by
+// follower id (keyset, never OFFSET). A small audience is delivered by the
+// post job itself; a large one is split into batch jobs of SplitSize
+// followers each, one follower-id range per job, so that every worker
+// process shares the work. Small posts run at a higher priority than the
+// batches of a big one, so a celebrity's fan-out never holds up everyone
+// else's (Stream-Framework's prioritised fan-out).
+//
+// Every step is idempotent: an inbox entry is (post score, post id), so a job
+// cut off anywhere (process killed, context cancelled, error) is retried and
+// writes the same entries again, never a second copy. Batch jobs are unique by
+// their arguments, so a retried post job does not queue its batches twice.
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Operations a job applies to inboxes.
+const (
+	OpAdd    = "add"
+	OpRemove = "remove"
+)
+
+// Job priorities: River works lower numbers first.
+const (
+	priorityPost  = 1
+	priorityBatch = 2
+)
+
+// PostArgs is the job for one post: deliver it (OpAdd) or remove it
+// (OpRemove) from the inboxes of its author and audience.
+type PostArgs struct {
+	Op       string `json:"op"`
+	PostID   int64  `json:"post_id"`
+	AuthorID int64  `json:"author_id"`
+	Score    int64  `json:"score"`
+}
+
+// Kind implements river.JobArgs.
+func (PostArgs) Kind() string { return "feed_post" }
+
+// BatchArgs is one slice of a large audience: the followers of AuthorID
+// with ids in (After, Upto].
+type BatchArgs struct {
+	Op       string `json:"op"`
+	PostID   int64  `json:"post_id"`
+	AuthorID int64  `json:"author_id"`
+	Score    int64  `json:"score"`
+	After    int64  `json:"after"`
+	Upto     int64  `json:"upto"`
+}
+
+// Kind implements river.JobArgs.
+func (BatchArgs) Kind() string { return "feed_batch" }
+
+// Deps is what the workers read and write.
+type Deps struct {
+	Follows feed.FollowStore
+	Inbox   feed.Inbox
+	// BatchSize is how many followers one inbox write covers (default 1000).
+	BatchSize int
+	// SplitSize is the most followers one job delivers to; larger audiences
+	// are split into batch jobs of this size (default 5000).
+	SplitSize int
+	Log       *slog.Logger
+}
+
+func (d *Deps) batchSize() int { return cmp(d.BatchSize, 1000) }
+func (d *Deps) splitSize() int { return cmp(d.SplitSize, 5000) }
+
+func cmp(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Config sets up the queue of one process.
+type Config struct {
+	// Workers is how many jobs this process works at once; 0 makes an
+	// insert-only queue (an API process that leaves the work to others).
+	Workers int
+	// PollInterval is how often workers look for new jobs when the driver
+	// has no notifications (SQLite). Zero keeps River's default.
+	PollInterval time.Duration
+	// JobTimeout bounds one job's run (default 1 minute).
+	JobTimeout time.Duration
+	// RescueAfter is how long a job may stay running before it is taken to
+	// belong to a dead process and retried (default 2 minutes; at least
+	// JobTimeout).
+	RescueAfter time.Duration
+	Log         *slog.Logger
+}
+
+// Queue is feedd's River client for one database driver.
+type Queue[TTx any] struct {
+	Client *river.Client[TTx]
+	log    *slog.Logger
+	work   bool
+}
+
+// Migrate applies River's own schema migrations to the database of driver.
+func Migrate[TTx any](ctx context.Context, driver riverdriver.Driver[TTx]) error {
+	m, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return err
+	}
+	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	return err
+}
+
+// New returns a queue on driver whose workers use deps.
+func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queue[TTx], error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if deps.Log == nil {
+		deps.Log = log
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &postWorker[TTx]{deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &batchWorker{deps: deps}); err != nil {
+		return nil, err
+	}
+	rc := &river.Config{
+		Workers:      workers,
+		Logger:       log.With("component", "river"),
+		ErrorHandler: &errorHandler{log: log},
+		MaxAttempts:  25,
+		JobTimeout:   cmpDur(cfg.JobTimeout, time.Minute),
+	}
+	rc.RescueStuckJobsAfter = max(cmpDur(cfg.RescueAfter, 2*time.Minute), rc.JobTimeout)
+	if cfg.Workers > 0 {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		if cfg.PollInterval > 0 {
+			rc.FetchPollInterval = cfg.PollInterval
+			rc.FetchCooldown = min(cfg.PollInterval, 10*time.Millisecond)
+		}
+	}
+	client, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue[TTx]{Client: client, log: log, work: cfg.Workers > 0}, nil
+}
+
+func cmpDur(v, def time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Start starts working jobs (a no-op for an insert-only queue).
+func (q *Queue[TTx]) Start(ctx context.Context) error {
+	if !q.work {
+		return nil
+	}
+	return q.Client.Start(ctx)
+}
+
+// Stop lets running jobs finish until ctx is done, then cancels them; a
+// cancelled job is retried later from where its writes left off.
+func (q *Queue[TTx]) Stop(ctx context.Context) error {
+	if !q.work {
+		return nil
+	}
+	err := q.Client.Stop(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return q.Client.StopAndCancel(cctx)
+	}
+	return err
+}
+
+// EnqueueTx inserts the jobs for feed.FanoutJob and feed.RemoveJob values in
+// tx. It is the stores' Enqueue hook.
+func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...any) error {
+	params := make([]river.InsertManyParams, 0, len(jobs))
+	for _, j := range jobs {
+		var args PostArgs
+		switch j := j.(type) {
+		case feed.FanoutJob:
+			args = PostArgs{Op: OpAdd, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
+		case feed.RemoveJob:
+			args = PostArgs{Op: OpRemove, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
+		default:
+			return fmt.Errorf("fanout: unknown job %T", j)
+		}
+		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityPost}})
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	_, err := q.Client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+type postWorker[TTx any] struct {
+	river.WorkerDefaults[PostArgs]
+	deps *Deps
+}
+
+func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) error {
+	a := job.Args
+	e := feed.Entry{PostID: a.PostID, Score: a.Score}
+	if err := apply(ctx, w.deps.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
+		return err
+	}
+	split := w.deps.splitSize()
+	first, err := w.deps.Follows.FollowersAfter(ctx, a.AuthorID, 0, split)
+	if err != nil {
+		return err
+	}
+	if len(first) < split {
+		// The whole audience fits in one job: deliver it here.
+		return deliver(ctx, w.deps, a.Op, e, first)
+	}
+	// A large audience: one batch job per SplitSize followers.
+	client, err := river.ClientFromContextSafely[TTx](ctx)
+	if err != nil {
+		return err
+	}
+	var params []river.InsertManyParams
+	after, ids := int64(0), first
+	for len(ids) > 0 {
+		upto := ids[len(ids)-1]
+		params = append(params, river.InsertManyParams{
+			Args: BatchArgs{Op: a.Op, PostID: a.PostID, AuthorID: a.AuthorID, Score: a.Score, After: after, Upto: upto},
+			InsertOpts: &river.InsertOpts{
+				Priority:   priorityBatch,
+				UniqueOpts: river.UniqueOpts{ByArgs: true},
+			},
+		})
+		if len(params) == 100 {
+			if _, err := client.InsertMany(ctx, params); err != nil {
+				return err
+			}
+			params = params[:0]
+		}
+		if len(ids) < split {
+			break
+		}
+		after = upto
+		if ids, err = w.deps.Follows.FollowersAfter(ctx, a.AuthorID, after, split); err != nil {
+			return err
+		}
+	}
+	if len(params) > 0 {
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type batchWorker struct {
+	river.WorkerDefaults[BatchArgs]
+	deps *Deps
+}
+
+func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
+	a := job.Args
+	e := feed.Entry{PostID: a.PostID, Score: a.Score}
+	after, size := a.After, w.deps.batchSize()
+	for after < a.Upto {
+		ids, err := w.deps.Follows.FollowersAfter(ctx, a.AuthorID, after, size)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		n := len(ids)
+		for n > 0 && ids[n-1] > a.Upto {
+			n--
+		}
+		if err := apply(ctx, w.deps.Inbox, a.Op, e, ids[:n]); err != nil {
+			return err
+		}
+		if n < len(ids) || len(ids) < size {
+			return nil
+		}
+		after = ids[n-1]
+	}
+	return nil
+}
+
+// deliver applies op to ids in inbox writes of BatchSize users.
+func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) error {
+	size := d.batchSize()
+	for len(ids) > 0 {
+		n := min(size, len(ids))
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := apply(ctx, d.Inbox, op, e, ids[:n]); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+func apply(ctx context.Context, ib feed.Inbox, op string, e feed.Entry, ids []int64) error {
+	switch op {
+	case OpAdd:
+		return ib.Deliver(ctx, e, ids)
+	case OpRemove:
+		return ib.Remove(ctx, e, ids)
+	}
+	return fmt.Errorf("fanout: unknown op %q", op)
+}
+
+// errorHandler logs job failures; a job that has used its last attempt is
+// logged at error level with its post id, so a lost delivery is never silent.
+type errorHandler struct{ log *slog.Logger }
+
+func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	h.report(job, err.Error())
+	return nil
+}
+
+func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	h.report(job, fmt.Sprintf("panic: %v\n%s", panicVal, trace))
+	return nil
+}
+
+func (h *errorHandler) report(job *rivertype.JobRow, msg string) {
+	var a struct {
+		PostID int64  `json:"post_id"`
+		Op     string `json:"op"`
+	}
+	_ = json.Unmarshal(job.EncodedArgs, &a)
+	attrs := []any{"job_id", job.ID, "kind", job.Kind, "op", a.Op, "post_id", a.PostID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", msg}
+	if job.Attempt >= job.MaxAttempts {
+		h.log.Error("fan-out job failed for good", attrs...)
+		return
+	}
+	h.log.Warn("fan-out job failed; will retry", attrs...)
+}

@@ -1,0 +1,278 @@
+// Package http serves feedd's HTTP API with the standard library mux: the
+// compatible API of ../shared/API.md, in its envelope.
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	feed "github.com/feedd/feedd"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 1 << 20
+
+// Server holds what the handlers need.
+type Server struct {
+	Service *feed.Service
+	Log     *slog.Logger
+	// Health reports whether the server can serve (storage reachable).
+	Health func(ctx context.Context) error
+	// Extra routes mounted beside the API (benchmarks mount theirs here).
+	Extra map[string]http.Handler
+}
+
+// Handler returns the HTTP handler of the whole API.
+func (s *Server) Handler() http.Handler {
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+	return s.routes()
+}
+
+// envelope is the body of every compatible response.
+type envelope struct {
+	Success  bool   `json:"success"`
+	ErrorMsg string `json:"errorMsg,omitempty"`
+	Data     any    `json:"data,omitempty"`
+	Total    *int64 `json:"total,omitempty"`
+}
+
+func (s *Server) encode(w http.ResponseWriter, status int, v envelope) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.Log.Debug("write response", "error", err)
+	}
+}
+
+func (s *Server) ok(w http.ResponseWriter, data any) {
+	s.encode(w, http.StatusOK, envelope{Success: true, Data: data})
+}
+
+// statusOf maps an error code to the HTTP status of the compatible API:
+// refusals are 200 with success:false; only login, body size and faults
+// have statuses of their own.
+var statusOf = map[string]int{
+	feed.EINVALID:      http.StatusOK,
+	feed.ENOTFOUND:     http.StatusOK,
+	feed.EFORBIDDEN:    http.StatusOK,
+	feed.ECONFLICT:     http.StatusOK,
+	feed.EUNAUTHORIZED: http.StatusUnauthorized,
+	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.EINTERNAL:     http.StatusInternalServerError,
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := feed.ErrorCode(err)
+	if code == feed.EINTERNAL {
+		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	s.encode(w, status, envelope{ErrorMsg: feed.ErrorMessage(err)})
+}
+
+// decode reads one JSON value into v. The body is already size-limited.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooLarge):
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		case errors.As(err, &typeErr):
+			return feed.Errorf(feed.EINVALID, "field %s must be a %s", typeErr.Field, jsonType(typeErr.Type.Kind().String()))
+		case errors.Is(err, io.EOF):
+			return feed.Errorf(feed.EINVALID, "request body must be a JSON object")
+		}
+		return feed.Errorf(feed.EINVALID, "request body is not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		}
+		return feed.Errorf(feed.EINVALID, "request body must hold one JSON object")
+	}
+	return nil
+}
+
+func jsonType(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	}
+	return kind
+}
+
+// limitBody refuses bodies over MaxBody with 413.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody {
+			s.fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey int
+
+const userKey ctxKey = 0
+
+// userID returns the caller's id (0 when anonymous).
+func userID(r *http.Request) int64 {
+	id, _ := r.Context().Value(userKey).(int64)
+	return id
+}
+
+func token(r *http.Request) string {
+	t := strings.TrimSpace(r.Header.Get("Authorization"))
+	if len(t) > 7 && strings.EqualFold(t[:7], "bearer ") {
+		t = strings.TrimSpace(t[7:])
+	}
+	return t
+}
+
+func (s *Server) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.Service.Authenticate(r.Context(), token(r))
+		if err != nil {
+			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+				err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
+			}
+			s.fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
+	})
+}
+
+// optionalUser identifies the caller when a valid token is sent, and lets
+// anonymous requests through.
+func (s *Server) optionalUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := token(r); t != "" {
+			if id, err := s.Service.Authenticate(r.Context(), t); err == nil {
+				r = r.WithContext(context.WithValue(r.Context(), userKey, id))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ---- input
+
+// parseID parses a positive int64; name is used in the refusal.
+func parseID(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, feed.Errorf(feed.EINVALID, "%s must be a positive integer", name)
+	}
+	return n, nil
+}
+
+// queryInt parses an optional non-negative int query parameter; absent or
+// empty gives def (the client omits falsy values).
+func queryInt(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, feed.Errorf(feed.EINVALID, "%s must be a non-negative integer", name)
+	}
+	return int(n), nil
+}
+
+// ---- output
+
+// UserDTO is the public view of a user.
+type UserDTO struct {
+	ID       int64  `json:"id"`
+	NickName string `json:"nickName"`
+	Icon     string `json:"icon"`
+}
+
+func userDTO(u *feed.User) UserDTO { return UserDTO{ID: u.ID, NickName: u.NickName, Icon: u.Icon} }
+
+func userDTOs(us []*feed.User) []UserDTO {
+	out := make([]UserDTO, len(us))
+	for i, u := range us {
+		out[i] = userDTO(u)
+	}
+	return out
+}
+
+// Blog is a post as the compatible API returns it.
+type Blog struct {
+	ID         int64  `json:"id"`
+	ShopID     int64  `json:"shopId"`
+	UserID     int64  `json:"userId"`
+	Name       string `json:"name"`
+	Icon       string `json:"icon"`
+	IsLike     bool   `json:"isLike"`
+	Title      string `json:"title"`
+	Images     string `json:"images"`
+	Content    string `json:"content"`
+	Liked      int    `json:"liked"`
+	Comments   int    `json:"comments"`
+	CreateTime string `json:"createTime"`
+	UpdateTime string `json:"updateTime"`
+}
+
+// timeLayout is RFC 3339 with milliseconds, which JavaScript's Date parses.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// EscapeContent renders user text as HTML that shows the text and nothing
+// else: markup escaped, line breaks as <br>.
+func EscapeContent(s string) string {
+	s = html.EscapeString(s)
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.ReplaceAll(s, "\n", "<br>")
+}
+
+// NewBlog renders a hydrated post.
+func NewBlog(v feed.PostView) Blog {
+	b := Blog{
+		ID: v.ID, ShopID: v.ShopID, UserID: v.UserID, IsLike: v.IsLike,
+		Title: v.Title, Images: v.Images, Content: EscapeContent(v.Content),
+		Liked: v.Liked, Comments: v.Comments,
+		CreateTime: v.CreatedAt.UTC().Format(timeLayout),
+		UpdateTime: v.UpdatedAt.UTC().Format(timeLayout),
+	}
+	if v.Author != nil {
+		b.Name, b.Icon = v.Author.NickName, v.Author.Icon
+	}
+	return b
+}
+
+func blogs(vs []feed.PostView) []Blog {
+	out := make([]Blog, len(vs))
+	for i, v := range vs {
+		out[i] = NewBlog(v)
+	}
+	return out
+}
+
+// ScrollResult is one page of the follow feed.
+type ScrollResult struct {
+	List    []Blog `json:"list"`
+	MinTime int64  `json:"minTime"`
+	Offset  int    `json:"offset"`
+}
