@@ -39,6 +39,10 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
+// clock is the service's clock; tests in this package replace it to publish
+// bursts of posts within one millisecond.
+var clock = time.Now
+
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
@@ -129,7 +133,7 @@ func openEmbedded(ctx context.Context, c *config, log *slog.Logger) (*app, error
 	}
 	q, err := fanout.New(driver, fanout.Config{
 		Workers: workers, PollInterval: c.pollInterval, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log,
-	}, &fanout.Deps{Follows: db, Inbox: inbox})
+	}, &fanout.Deps{Follows: db, Inbox: inbox, BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -137,7 +141,7 @@ func openEmbedded(ctx context.Context, c *config, log *slog.Logger) (*app, error
 	db.Enqueue = q.EnqueueTx
 	svc := &feed.Service{
 		Users: db, Auth: db, Posts: db, Follows: db, Inbox: inbox,
-		Codes: logSender{log}, PageSize: c.pageSize, Log: log,
+		Codes: logSender{log}, PageSize: c.pageSize, Log: log, Now: clock,
 	}
 	return &app{
 		log: log, service: svc,

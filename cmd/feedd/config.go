@@ -22,6 +22,8 @@ type config struct {
 	pollInterval time.Duration
 	jobTimeout   time.Duration
 	rescueAfter  time.Duration
+	fanoutBatch  int
+	fanoutSplit  int
 }
 
 // newFlagSet declares every flag with its FEED_* environment fallback.
@@ -55,6 +57,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
+	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	return fs
 }
 
@@ -82,6 +86,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--workers must not be negative")
 	case c.pageSize < 1 || c.pageSize > 50:
 		return nil, fmt.Errorf("--page-size must be from 1 to 50")
+	case c.fanoutBatch < 1 || c.fanoutSplit < 1:
+		return nil, fmt.Errorf("--fanout-batch and --fanout-split must be at least 1")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// TestMain removes the feedd binary that process tests build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// feeddBinary builds cmd/feedd once per test run, for tests that need a real
+// process to kill.
+func feeddBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "feedd-bin-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "feedd"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build feedd: %v", buildErr)
+	}
+	return filepath.Join(buildDir, "feedd")
+}
+
+// proc is a feedd process started from the built binary.
+type proc struct {
+	cmd  *exec.Cmd
+	logs *logBuffer
+	addr string
+	done chan struct{}
+}
+
+// startProc starts `feedd args...` with JSON logs and, for serve, waits
+// until it listens.
+func startProc(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(feeddBinary(t), append(args, "--log-format", "json")...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: newLogBuffer(), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.logs.Write(append(sc.Bytes(), '\n'))
+		}
+		io.Copy(io.Discard, stderr)
+		cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	if len(args) == 0 || args[0] == "serve" {
+		rec := p.logs.wait(t, "listening", nil)
+		p.addr = rec["addr"].(string)
+	} else {
+		p.logs.wait(t, "worker started", nil)
+	}
+	return p
+}
+
+// kill ends the process with SIGKILL: no shutdown code runs.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// stop asks the process to shut down gracefully and waits.
+func (p *proc) stop(t testing.TB) {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("feedd did not stop within 30s of SIGTERM")
+		p.kill()
+	}
+}
+
+func (p *proc) client(t testing.TB) *server {
+	return &server{t: t, base: "http://" + p.addr, logs: p.logs}
+}
+
