@@ -280,4 +280,3 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-

@@ -118,4 +118,3 @@ func (p *proc) stop(t testing.TB) {
 func (p *proc) client(t testing.TB) *server {
 	return &server{t: t, base: "http://" + p.addr, logs: p.logs}
 }
-
