@@ -1,0 +1,189 @@
+package fanout_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/fanout"
+	"github.com/feedd/feedd/sqlite"
+)
+
+// flakyInbox fails or stalls writes on demand, to cut a fan-out job off.
+type flakyInbox struct {
+	feed.Inbox
+	calls   atomic.Int64
+	failAt  int64 // the call number from which Deliver fails...
+	failFor int64 // ...for this many calls
+	block   chan struct{}
+}
+
+func (f *flakyInbox) Deliver(ctx context.Context, e feed.Entry, ids []int64) error {
+	n := f.calls.Add(1)
+	if f.failAt > 0 && n >= f.failAt && n < f.failAt+f.failFor {
+		return errors.New("injected inbox failure")
+	}
+	if f.block != nil && n >= f.failAt {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return f.Inbox.Deliver(ctx, e, ids)
+}
+
+type world struct {
+	db     *sqlite.DB
+	inbox  *sqlite.Inbox
+	author int64
+	users  []int64
+}
+
+func newWorld(t *testing.T, followers int) *world {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := fanout.Migrate(ctx, riversqlite.New(db.Write)); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{db: db, inbox: &sqlite.Inbox{DB: db}}
+	now := time.Now()
+	a, err := db.FindOrCreateUser(ctx, "13800000000", "author", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.author = a.ID
+	for i := 0; i < followers; i++ {
+		u, err := db.FindOrCreateUser(ctx, fmt.Sprintf("139%08d", i), "f", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SetFollow(ctx, u.ID, a.ID, true, now); err != nil {
+			t.Fatal(err)
+		}
+		w.users = append(w.users, u.ID)
+	}
+	return w
+}
+
+func (w *world) queue(t *testing.T, ib feed.Inbox) *fanout.Queue[*sql.Tx] {
+	t.Helper()
+	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 4, PollInterval: 20 * time.Millisecond},
+		&fanout.Deps{Follows: w.db, Inbox: ib, BatchSize: 50, SplitSize: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.db.Enqueue = q.EnqueueTx
+	return q
+}
+
+// holders returns how many inboxes hold post id.
+func (w *world) holders(t *testing.T, id int64) int {
+	var n int
+	if err := w.db.Read.QueryRow(`SELECT count(*) FROM inbox WHERE post_id = ?`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (w *world) waitHolders(t *testing.T, id int64, want int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for w.holders(t, id) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("post %d in %d inboxes, want %d", id, w.holders(t, id), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *world) publish(t *testing.T) *feed.Post {
+	t.Helper()
+	p := &feed.Post{UserID: w.author, Title: "t", Content: "c", CreatedAt: time.Now().Truncate(time.Millisecond)}
+	if err := w.db.CreatePost(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFanoutSplitsAndDelivers: a large audience is split into batch jobs
+// and every follower and the author get the post once; a delete removes it.
+func TestFanoutSplitsAndDelivers(t *testing.T) {
+	w := newWorld(t, 1000)
+	q := w.queue(t, w.inbox)
+	ctx := context.Background()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop(ctx)
+	p := w.publish(t)
+	w.waitHolders(t, p.ID, 1001)
+	small := newWorldPostFor(t, w)
+	w.waitHolders(t, small, 1001)
+	if err := w.db.DeletePost(ctx, p.ID, w.author); err != nil {
+		t.Fatal(err)
+	}
+	w.waitHolders(t, p.ID, 0)
+}
+
+func newWorldPostFor(t *testing.T, w *world) int64 { return w.publish(t).ID }
+
+// TestFanoutRetriesAfterError: inbox writes fail part way; the job is
+// retried and completes with each entry once.
+func TestFanoutRetriesAfterError(t *testing.T) {
+	w := newWorld(t, 700)
+	ib := &flakyInbox{Inbox: w.inbox, failAt: 4, failFor: 3}
+	q := w.queue(t, ib)
+	ctx := context.Background()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop(ctx)
+	p := w.publish(t)
+	w.waitHolders(t, p.ID, 701)
+}
+
+// TestFanoutResumesAfterCancel: the queue is stopped while a job is in the
+// middle of its writes (its context cancelled); a new queue on the same
+// database finishes the delivery.
+func TestFanoutResumesAfterCancel(t *testing.T) {
+	w := newWorld(t, 700)
+	ib := &flakyInbox{Inbox: w.inbox, failAt: 3, block: make(chan struct{})}
+	q := w.queue(t, ib)
+	ctx := context.Background()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := w.publish(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for ib.calls.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("fan-out did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	q.Stop(sctx) // times out on the blocked job, then cancels it
+	if n := w.holders(t, p.ID); n == 0 || n >= 701 {
+		t.Fatalf("expected a partial fan-out when cancelled, got %d", n)
+	}
+	q2 := w.queue(t, w.inbox)
+	if err := q2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer q2.Stop(ctx)
+	w.waitHolders(t, p.ID, 701)
+}
