@@ -1,0 +1,106 @@
+package feedtest
+
+import (
+	"context"
+	"slices"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Model is the reference implementation of feed.Inbox: plain maps, sorted on
+// every read. TestInbox compares a real inbox against it operation by
+// operation. It is not safe for concurrent use.
+type Model struct {
+	inboxes map[int64]map[feed.Entry]bool
+}
+
+var _ feed.Inbox = (*Model)(nil)
+
+// NewModel returns an empty model inbox.
+func NewModel() *Model { return &Model{inboxes: map[int64]map[feed.Entry]bool{}} }
+
+func (m *Model) inbox(userID int64) map[feed.Entry]bool {
+	ib := m.inboxes[userID]
+	if ib == nil {
+		ib = map[feed.Entry]bool{}
+		m.inboxes[userID] = ib
+	}
+	return ib
+}
+
+// Deliver implements feed.Inbox.
+func (m *Model) Deliver(_ context.Context, e feed.Entry, userIDs []int64) error {
+	for _, u := range userIDs {
+		m.inbox(u)[e] = true
+	}
+	return nil
+}
+
+// Add implements feed.Inbox.
+func (m *Model) Add(_ context.Context, userID int64, entries []feed.Entry) error {
+	for _, e := range entries {
+		m.inbox(userID)[e] = true
+	}
+	return nil
+}
+
+// Remove implements feed.Inbox.
+func (m *Model) Remove(_ context.Context, e feed.Entry, userIDs []int64) error {
+	for _, u := range userIDs {
+		delete(m.inbox(u), e)
+	}
+	return nil
+}
+
+// All returns userID's whole inbox in feed order.
+func (m *Model) All(userID int64) []feed.Entry {
+	out := make([]feed.Entry, 0, len(m.inboxes[userID]))
+	for e := range m.inboxes[userID] {
+		out = append(out, e)
+	}
+	SortEntries(out)
+	return out
+}
+
+// Page implements feed.Inbox.
+func (m *Model) Page(_ context.Context, userID int64, max int64, offset, limit int) ([]feed.Entry, error) {
+	out := []feed.Entry{}
+	for _, e := range m.All(userID) {
+		if e.Score > max {
+			continue
+		}
+		if offset > 0 {
+			offset--
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Trim implements feed.Inbox.
+func (m *Model) Trim(_ context.Context, userID int64, cap int) error {
+	for i, e := range m.All(userID) {
+		if i >= cap {
+			delete(m.inboxes[userID], e)
+		}
+	}
+	return nil
+}
+
+// SortEntries sorts entries in feed order: score descending, then post id
+// descending (numerically).
+func SortEntries(entries []feed.Entry) {
+	slices.SortFunc(entries, func(a, b feed.Entry) int {
+		switch {
+		case a.Before(b):
+			return -1
+		case b.Before(a):
+			return 1
+		}
+		return 0
+	})
+}

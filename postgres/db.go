@@ -1,0 +1,164 @@
+// Package postgres is everything PostgreSQL does for feedd: the store of
+// users, posts, follows and likes, the inbox used when feedd runs without
+// Redis, and the database that River queues fan-out jobs in.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Advisory lock keys. Every process that starts takes them before migrating,
+// so processes started at once apply each migration exactly once.
+const (
+	migrateLockKey      int64 = 0x66656564645f6d31 // "feedd_m1"
+	riverMigrateLockKey int64 = 0x66656564645f7231 // "feedd_r1"
+)
+
+// DB is an open feedd database on a PostgreSQL connection pool. Unlike
+// SQLite, PostgreSQL has many concurrent writers: every method that changes
+// more than one row is written so that concurrent calls cannot double count.
+type DB struct {
+	Pool *pgxpool.Pool
+
+	// Enqueue inserts durable jobs (feed.FanoutJob, feed.RemoveJob) in tx.
+	// It is set by the wiring once the queue exists; a store without it
+	// refuses to publish, so no post is ever committed without its job.
+	Enqueue func(ctx context.Context, tx pgx.Tx, jobs ...any) error
+}
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string), applies feedd's migrations and River's, and returns
+// the DB. One Open prepares everything feedd needs.
+func Open(ctx context.Context, url string) (*DB, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	db := &DB{Pool: pool}
+	if err := db.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := db.MigrateRiver(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (db *DB) Close() { db.Pool.Close() }
+
+// Migrate applies feedd's migrations that the database has not seen yet,
+// each in its own transaction, recording them in table feedd_migrations.
+// It is safe to run from several processes at once: each transaction first
+// takes a transaction-scoped advisory lock. It does not touch River's schema
+// (see MigrateRiver).
+func (db *DB) Migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := db.migrateFile(ctx, name); err != nil {
+			return fmt.Errorf("postgres: migrate %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+			return err
+		}
+		// Created under the lock: two CREATE TABLE IF NOT EXISTS racing
+		// each other can still fail on the catalog's unique index.
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (
+			name       TEXT PRIMARY KEY,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_migrations WHERE name = $1)`, name).Scan(&done); err != nil {
+			return err
+		} else if done {
+			return nil
+		}
+		body, err := fs.ReadFile(migrationFS, name)
+		if err != nil {
+			return err
+		}
+		// No arguments: pgx sends it with the simple protocol, which runs
+		// a file of several statements.
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, name)
+		return err
+	})
+}
+
+// MigrateRiver applies River's own migrations (its job tables) with
+// rivermigrate. River runs each of its migrations in a transaction of its
+// own and takes no lock, so MigrateRiver holds a session advisory lock on a
+// separate connection meanwhile: concurrent starts wait for each other
+// instead of racing.
+func (db *DB) MigrateRiver(ctx context.Context) error {
+	lock, err := pgx.ConnectConfig(ctx, db.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
+	// Closing the connection ends the session and releases the lock.
+	defer lock.Close(context.WithoutCancel(ctx))
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, riverMigrateLockKey); err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(db.Pool), nil)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("postgres: migrate river: %w", err)
+	}
+	return nil
+}
+
+// tx runs fn in a transaction and commits it if fn returns nil.
+func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (db *DB) enqueue(ctx context.Context, tx pgx.Tx, jobs ...any) error {
+	if db.Enqueue == nil {
+		return errors.New("postgres: no job queue configured")
+	}
+	return db.Enqueue(ctx, tx, jobs...)
+}

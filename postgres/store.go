@@ -1,0 +1,434 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Compile-time checks: DB implements every store of the domain.
+var (
+	_ feed.UserStore   = (*DB)(nil)
+	_ feed.AuthStore   = (*DB)(nil)
+	_ feed.PostStore   = (*DB)(nil)
+	_ feed.FollowStore = (*DB)(nil)
+)
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// ---- users
+
+const userCols = `id, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+
+func scanUser(row pgx.Row) (*feed.User, error) {
+	var u feed.User
+	var created int64
+	if err := row.Scan(&u.ID, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
+		return nil, err
+	}
+	u.CreatedAt = time.UnixMilli(created)
+	return &u, nil
+}
+
+// FindOrCreateUser implements feed.UserStore. Concurrent first logins of
+// one phone create one user: the loser of the insert race reads the winner's.
+func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now time.Time) (*feed.User, error) {
+	const byPhone = `SELECT ` + userCols + ` FROM users WHERE phone = $1`
+	u, err := scanUser(db.Pool.QueryRow(ctx, byPhone, phone))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return u, err
+	}
+	u, err = scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users (phone, nick_name, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (phone) DO NOTHING RETURNING `+userCols, phone, nickName, ms(now)))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return u, err
+	}
+	// A concurrent login inserted it after our first read; this statement's
+	// snapshot sees that committed row.
+	return scanUser(db.Pool.QueryRow(ctx, byPhone, phone))
+}
+
+// User implements feed.UserStore.
+func (db *DB) User(ctx context.Context, id int64) (*feed.User, error) {
+	u, err := scanUser(db.Pool.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, feed.ErrNotFound("user")
+	}
+	return u, err
+}
+
+// Users implements feed.UserStore.
+func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, error) {
+	out := make(map[int64]*feed.User, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT `+userCols+` FROM users WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[u.ID] = u
+	}
+	return out, rows.Err()
+}
+
+// ---- login codes and sessions
+
+// SaveCode implements feed.AuthStore. The resend check and the write are one
+// conditional upsert, so of concurrent requests for one phone at most one
+// stores its code.
+func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error {
+	// now - sent >= resendAfter, with sent in whole milliseconds, is
+	// sent <= ms(now - resendAfter).
+	tag, err := db.Pool.Exec(ctx, `INSERT INTO login_codes (phone, code_hash, sent_at, expires_at, tries) VALUES ($1, $2, $3, $4, 0)
+		ON CONFLICT (phone) DO UPDATE SET code_hash = excluded.code_hash, sent_at = excluded.sent_at, expires_at = excluded.expires_at, tries = 0
+		WHERE login_codes.sent_at <= $5`,
+		phone, codeHash, ms(now), ms(now.Add(ttl)), ms(now.Add(-resendAfter)))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
+	}
+	return nil
+}
+
+// ConsumeCode implements feed.AuthStore. The code's row is locked while it
+// is checked, so concurrent guesses are each counted and a code logs in once.
+func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
+	var refusal error
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var hash string
+		var expires int64
+		var tries int
+		err := tx.QueryRow(ctx, `SELECT code_hash, expires_at, tries FROM login_codes WHERE phone = $1 FOR UPDATE`, phone).Scan(&hash, &expires, &tries)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (now.UnixMilli() >= expires || tries >= maxTries)) {
+			refusal = feed.Errorf(feed.EINVALID, "the code has expired or was not requested; ask for a new code")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if hash == codeHash {
+			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
+			return err
+		}
+		// A wrong try is counted (and committed) even though the login is refused.
+		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
+		_, err = tx.Exec(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = $1`, phone)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
+
+// CreateSession implements feed.AuthStore.
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		// Sweep a few expired sessions so the table does not grow forever;
+		// rows another login is sweeping are skipped rather than waited for.
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE token_hash IN
+			(SELECT token_hash FROM sessions WHERE expires_at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`, time.Now().UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`, tokenHash, userID, ms(expires))
+		return err
+	})
+}
+
+// sessionSlack is how stale an expiry may get before a read extends it: a
+// session is extended at most once a minute, not on every request.
+const sessionSlack = time.Minute
+
+// Session implements feed.AuthStore.
+func (db *DB) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
+	var userID, expires int64
+	err := db.Pool.QueryRow(ctx, `SELECT user_id, expires_at FROM sessions WHERE token_hash = $1`, tokenHash).Scan(&userID, &expires)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && expires <= ms(now)) {
+		return 0, feed.Errorf(feed.EUNAUTHORIZED, "login required")
+	} else if err != nil {
+		return 0, err
+	}
+	if next := ms(now.Add(ttl)); next-expires >= sessionSlack.Milliseconds() {
+		// Conditional, so a concurrent request that extended it further wins.
+		if _, err := db.Pool.Exec(ctx, `UPDATE sessions SET expires_at = $1 WHERE token_hash = $2 AND expires_at < $1`, next, tokenHash); err != nil {
+			return 0, err
+		}
+	}
+	return userID, nil
+}
+
+// DeleteSession implements feed.AuthStore.
+func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
+	_, err := db.Pool.Exec(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+	return err
+}
+
+// ---- posts and likes
+
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at`
+
+func scanPost(row pgx.Row) (*feed.Post, error) {
+	var p feed.Post
+	var created, updated int64
+	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &created, &updated); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	return &p, nil
+}
+
+func scanPosts(rows pgx.Rows, err error) ([]*feed.Post, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*feed.Post{}
+	for rows.Next() {
+		p, err := scanPost(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func scanIDs(rows pgx.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// CreatePost implements feed.PostStore.
+func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		if err != nil {
+			return err
+		}
+		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
+	})
+}
+
+// Post implements feed.PostStore.
+func (db *DB) Post(ctx context.Context, id int64) (*feed.Post, error) {
+	p, err := scanPost(db.Pool.QueryRow(ctx, `SELECT `+postCols+` FROM posts WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, feed.ErrNotFound("post")
+	}
+	return p, err
+}
+
+// Posts implements feed.PostStore.
+func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, error) {
+	out := make(map[int64]*feed.Post, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	posts, err := scanPosts(db.Pool.Query(ctx, `SELECT `+postCols+` FROM posts WHERE id = ANY($1)`, ids))
+	for _, p := range posts {
+		out[p.ID] = p
+	}
+	return out, err
+}
+
+// DeletePost implements feed.PostStore. The post's row is locked first, so
+// a concurrent delete of the same post waits and then finds nothing (one
+// RemoveJob), and a concurrent ToggleLike (which holds a key-share lock on
+// the row) either finishes before the likes are deleted or finds no post.
+func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var author, created int64
+		err := tx.QueryRow(ctx, `SELECT user_id, created_at FROM posts WHERE id = $1 FOR UPDATE`, id).Scan(&author, &created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return feed.ErrNotFound("post")
+		} else if err != nil {
+			return err
+		} else if author != userID {
+			return feed.Errorf(feed.EFORBIDDEN, "only the author may delete this post")
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM posts WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
+	})
+}
+
+// PostsOfUser implements feed.PostStore.
+func (db *DB) PostsOfUser(ctx context.Context, userID int64, offset, limit int) ([]*feed.Post, error) {
+	return scanPosts(db.Pool.Query(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = $1
+		ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, userID, limit, offset))
+}
+
+// HotPosts implements feed.PostStore.
+func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, error) {
+	return scanPosts(db.Pool.Query(ctx, `SELECT `+postCols+` FROM posts
+		ORDER BY liked DESC, created_at DESC, id DESC LIMIT $1 OFFSET $2`, limit, offset))
+}
+
+// toggleAttempts bounds ToggleLike's retries; each retry means another
+// toggle of the same like committed in between, so two are enough in
+// practice.
+const toggleAttempts = 8
+
+// ToggleLike implements feed.PostStore.
+//
+// The post's row is held with FOR KEY SHARE: likers do not block each other
+// (the counter update takes a lock that does not conflict with it), but
+// DeletePost's FOR UPDATE waits for them, so no like outlives its post. The
+// like row itself decides the direction: only a toggle whose DELETE or
+// INSERT changed a row moves the counter, so concurrent toggles by one user
+// never double count.
+func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
+	var liked bool
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return feed.ErrNotFound("post")
+		} else if err != nil {
+			return err
+		}
+		for range toggleAttempts {
+			tag, err := tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1 AND user_id = $2`, postID, userID)
+			if err != nil {
+				return err
+			}
+			delta := -1
+			liked = false
+			if tag.RowsAffected() == 0 {
+				// Under READ COMMITTED each statement sees what committed
+				// before it: if a concurrent toggle inserted the like after
+				// our DELETE, the INSERT does nothing and we try again.
+				tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
+					ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+				if err != nil {
+					return err
+				}
+				if tag.RowsAffected() == 0 {
+					continue
+				}
+				delta, liked = 1, true
+			}
+			_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
+			return err
+		}
+		return errors.New("postgres: toggle like: too many concurrent toggles")
+	})
+	return liked, err
+}
+
+// Likers implements feed.PostStore.
+func (db *DB) Likers(ctx context.Context, postID int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT user_id FROM likes WHERE post_id = $1 ORDER BY id LIMIT $2`, postID, limit))
+}
+
+// LikedBy implements feed.PostStore.
+func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error) {
+	out := make(map[int64]bool)
+	if len(postIDs) == 0 {
+		return out, nil
+	}
+	ids, err := scanIDs(db.Pool.Query(ctx, `SELECT post_id FROM likes WHERE user_id = $1 AND post_id = ANY($2)`, userID, postIDs))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
+// ---- follows
+
+// SetFollow implements feed.FollowStore. Only a call whose INSERT or DELETE
+// changed the follow row moves the counters, in the same transaction, so
+// concurrent calls cannot double count. The two users' rows are updated in
+// id order, so A following B while B follows A cannot deadlock.
+func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, followeeID).Scan(&exists); err != nil {
+			return err
+		} else if !exists {
+			return feed.ErrNotFound("user")
+		}
+		var tag pgconn.CommandTag
+		var err error
+		delta := 1
+		if follow {
+			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES ($1, $2, $3)
+				ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
+		} else {
+			delta = -1
+			tag, err = tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, followerID, followeeID)
+		}
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // already in that state
+		}
+		updateFollowee := func() error {
+			_, err := tx.Exec(ctx, `UPDATE users SET followee = followee + $1 WHERE id = $2`, delta, followerID)
+			return err
+		}
+		updateFans := func() error {
+			_, err := tx.Exec(ctx, `UPDATE users SET fans = fans + $1 WHERE id = $2`, delta, followeeID)
+			return err
+		}
+		first, second := updateFollowee, updateFans
+		if followeeID < followerID {
+			first, second = updateFans, updateFollowee
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		return second()
+	})
+}
+
+// IsFollowing implements feed.FollowStore.
+func (db *DB) IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error) {
+	var ok bool
+	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM follows WHERE follower_id = $1 AND followee_id = $2)`, followerID, followeeID).Scan(&ok)
+	return ok, err
+}
+
+// CommonFollowees implements feed.FollowStore.
+func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT x.followee_id FROM follows x
+		JOIN follows y ON y.follower_id = $1 AND y.followee_id = x.followee_id
+		WHERE x.follower_id = $2 ORDER BY x.followee_id LIMIT $3`, b, a, limit))
+}
+
+// FollowersAfter implements feed.FollowStore.
+func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT follower_id FROM follows WHERE followee_id = $1 AND follower_id > $2
+		ORDER BY follower_id LIMIT $3`, followeeID, after, limit))
+}
