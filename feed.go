@@ -6,8 +6,14 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrInboxLost is returned by Inbox.Page when a user's inbox is not there:
+// never built, or lost from a cache (a Redis restart without persistence,
+// eviction, a flush). The caller rebuilds it with Inbox.Restore.
+var ErrInboxLost = errors.New("inbox lost")
 
 // User is an account, created on first login.
 type User struct {
@@ -77,6 +83,11 @@ type Inbox interface {
 
 	// Trim keeps the newest cap entries of userID's inbox and drops the rest.
 	Trim(ctx context.Context, userID int64, cap int) error
+
+	// Restore adds entries to userID's inbox and marks it complete, so that
+	// Page stops returning ErrInboxLost. It merges rather than replaces, so
+	// deliveries racing a rebuild are kept. Idempotent.
+	Restore(ctx context.Context, userID int64, entries []Entry) error
 }
 
 // UserStore persists users.
@@ -136,6 +147,12 @@ type PostStore interface {
 	Likers(ctx context.Context, postID int64, limit int) ([]int64, error)
 	// LikedBy reports which of postIDs userID likes.
 	LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error)
+	// FeedEntries computes userID's feed from the source of truth (pull):
+	// the posts of userID and of everyone userID follows, as inbox entries
+	// with score at most max, in feed order, after skipping offset, at most
+	// limit. It is what fan-out would have put in the inbox, and serves
+	// rebuilds and reads while the inbox store is down.
+	FeedEntries(ctx context.Context, userID, max int64, offset, limit int) ([]Entry, error)
 }
 
 // FollowStore persists the follow graph.

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"regexp"
 	"strings"
@@ -47,7 +49,26 @@ type Service struct {
 	Now      func() time.Time // defaults to time.Now
 	Rand     io.Reader        // defaults to crypto/rand.Reader
 	PageSize int              // default feed page size; 10 if zero
+	InboxCap int              // entries a rebuilt inbox holds; 800 if zero
 	Log      *slog.Logger
+}
+
+// DefaultInboxCap is how many entries an inbox keeps, as Mastodon and
+// Twitter's timelines do.
+const DefaultInboxCap = 800
+
+func (s *Service) inboxCap() int {
+	if s.InboxCap > 0 {
+		return s.InboxCap
+	}
+	return DefaultInboxCap
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
 }
 
 func (s *Service) now() time.Time {
@@ -416,7 +437,7 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 	}
 	max, skip := lastID, offset
 	for range maxEmptyPages {
-		entries, err := s.Inbox.Page(ctx, userID, max, skip, size)
+		entries, err := s.inboxPage(ctx, userID, max, skip, size)
 		if err != nil {
 			return nil, err
 		}
@@ -439,6 +460,39 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 	// Every page we looked at was deleted posts: hand the client a cursor
 	// past them; it keeps scrolling because minTime is not 0.
 	return &Scroll{List: []PostView{}, MinTime: max, Offset: skip}, nil
+}
+
+// inboxPage reads a page of userID's inbox. A lost inbox is rebuilt from the
+// source of truth first; an inbox store that fails (Redis down) is bypassed:
+// the page is computed from the database with the same order and cursor, so
+// the feed degrades instead of failing.
+func (s *Service) inboxPage(ctx context.Context, userID, max int64, skip, size int) ([]Entry, error) {
+	entries, err := s.Inbox.Page(ctx, userID, max, skip, size)
+	if errors.Is(err, ErrInboxLost) {
+		if err = s.RebuildInbox(ctx, userID); err == nil {
+			entries, err = s.Inbox.Page(ctx, userID, max, skip, size)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log().Warn("inbox unavailable; feed served from the database", "user_id", userID, "error", err)
+		return s.Posts.FeedEntries(ctx, userID, max, skip, size)
+	}
+	return entries, err
+}
+
+// RebuildInbox refills userID's inbox with the newest InboxCap entries of
+// their feed, computed from the source of truth: the inbox fan-out would
+// have produced. Deliveries that race it are kept (Restore merges).
+func (s *Service) RebuildInbox(ctx context.Context, userID int64) error {
+	entries, err := s.Posts.FeedEntries(ctx, userID, math.MaxInt64, 0, s.inboxCap())
+	if err != nil {
+		return err
+	}
+	if err := s.Inbox.Restore(ctx, userID, entries); err != nil {
+		return err
+	}
+	s.log().Info("inbox rebuilt", "user_id", userID, "entries", len(entries))
+	return nil
 }
 
 // NextCursor returns the compatible cursor after a page of entries read

@@ -104,3 +104,8 @@ func SortEntries(entries []feed.Entry) {
 		return 0
 	})
 }
+
+// Restore implements feed.Inbox: the model is never lost.
+func (m *Model) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
+	return m.Add(ctx, userID, entries)
+}

@@ -99,3 +99,8 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 		userID, cap-1)
 	return err
 }
+
+// Restore implements feed.Inbox. The PostgreSQL inbox is never lost, so this is Add.
+func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
+	return ib.Add(ctx, userID, entries)
+}

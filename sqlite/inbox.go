@@ -70,3 +70,8 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 		(SELECT score, post_id FROM inbox WHERE user_id = ?1 ORDER BY score DESC, post_id DESC LIMIT ?2)`, userID, cap)
 	return err
 }
+
+// Restore implements feed.Inbox. The SQLite inbox is never lost, so this is Add.
+func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
+	return ib.Add(ctx, userID, entries)
+}

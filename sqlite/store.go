@@ -318,6 +318,27 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 	return out, err
 }
 
+// FeedEntries implements feed.PostStore. The posts_user index gives each
+// author's posts newest first; SQLite merges them for the ORDER BY.
+func (db *DB) FeedEntries(ctx context.Context, userID, max int64, offset, limit int) ([]feed.Entry, error) {
+	rows, err := db.Read.QueryContext(ctx, `SELECT created_at, id FROM posts
+		WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
+		AND created_at <= ?2 ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, max, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []feed.Entry{}
+	for rows.Next() {
+		var e feed.Entry
+		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 func scanIDs(rows *sql.Rows, err error) ([]int64, error) {
 	if err != nil {
 		return nil, err
