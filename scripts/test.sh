@@ -1,0 +1,370 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the project's single test command (CI runs it through
+# .ci/run as root on a fresh machine).
+#
+# Usage:
+#   scripts/test.sh                        go vet ./... && go test -race -count=1 -timeout 30m ./...
+#   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... :
+#                                          go vet ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
+#   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
+#
+# It does all set-up itself, on loopback (127.0.0.1) only:
+#   - installs redis-server with apt-get if redis-server/redis-cli are missing
+#     (and gcc, needed by -race, if there is no C compiler); PostgreSQL 15
+#     binaries are expected in /usr/lib/postgresql/15/bin (override with
+#     FEED_PG_BIN), postgresql-15 is apt-installed only as a fallback;
+#   - makes one temp dir (mktemp -d) holding every data dir, socket and log;
+#   - starts a throwaway PostgreSQL (initdb'ed as an unprivileged user when run
+#     as root: `postgres` if it exists, else a system user `feeddtest`; trust
+#     auth; fsync off), one Redis node and a 3-node Redis Cluster, each on
+#     free random ports below the ephemeral port range;
+#   - exports for the tests (see internal/testenv):
+#       FEED_TEST_DATABASE_URL   postgres://USER@127.0.0.1:PORT/postgres?sslmode=disable (superuser)
+#       FEED_TEST_REDIS_URL      redis://127.0.0.1:PORT/0
+#       FEED_TEST_REDIS_CLUSTER  127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
+#       FEED_REDIS_SERVER_BIN    path of redis-server, for tests that run their own
+# go vet and go test run in their own session; whatever the tests leave running
+# in it (e.g. a throwaway redis-server) is killed when go test ends. An EXIT
+# trap stops every server it started (and a still running go test) and removes
+# the temp dir, also when tests fail or the script is interrupted (INT/TERM/HUP).
+# Concurrent runs are safe: separate temp dirs, random ports, and a server that
+# loses a race for a port is restarted on another one.
+#
+# Exit status: go vet's if vet fails (tests are then not run), else go test's.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+TMP=""          # temp dir holding everything
+CHILD_PID=""    # go vet / go test, run in its own session (pgid == pid)
+REDIS_PIDS=()   # redis-server processes (children of this shell)
+PG_CTL=()       # command prefix to run pg_ctl as the PostgreSQL user
+PG_DIR=""       # $TMP/pg once initdb ran
+USED_PORTS=()   # ports handed out by this run
+
+# ---------------------------------------------------------------- clean-up
+
+cleanup() {
+	local rc=$?
+	set +e
+	trap '' INT TERM HUP # a second Ctrl-C must not cut the clean-up short
+	if [[ -n $CHILD_PID ]]; then
+		kill -TERM -- "-$CHILD_PID" 2>/dev/null || kill -TERM "$CHILD_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 -- "-$CHILD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$CHILD_PID" 2>/dev/null
+		wait "$CHILD_PID" 2>/dev/null
+	fi
+	if [[ -n $PG_DIR && -f $PG_DIR/data/postmaster.pid ]]; then
+		local pgpid
+		pgpid=$(head -n1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)
+		(cd "$PG_DIR" && "${PG_CTL[@]}" -D "$PG_DIR/data" -m fast -w -t 30 stop) >/dev/null 2>&1
+		if [[ $pgpid =~ ^[0-9]+$ ]] && kill -0 "$pgpid" 2>/dev/null; then
+			kill -QUIT "$pgpid" 2>/dev/null
+			sleep 1
+			kill -KILL "$pgpid" 2>/dev/null
+		fi
+	fi
+	local pid
+	for pid in "${REDIS_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null # with --save '' this is a shutdown nosave
+	done
+	for pid in "${REDIS_PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	[[ -n $TMP && -d $TMP ]] && rm -rf -- "$TMP"
+	exit "$rc"
+}
+
+on_signal() {
+	log "interrupted by SIG$1, cleaning up"
+	exit "$2"
+}
+
+# PostgreSQL's unix socket lives in here: keep the path short (max ~107 bytes).
+tmp_base=${TMPDIR:-/tmp}
+((${#tmp_base} <= 50)) || tmp_base=/tmp
+TMP=$(mktemp -d "$tmp_base/feedd-test.XXXXXX")
+trap cleanup EXIT
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+trap 'on_signal HUP 129' HUP
+
+# ---------------------------------------------------------------- tools
+
+SUDO=()
+if [[ $EUID -ne 0 ]] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+	SUDO=(sudo -n)
+fi
+
+apt_install() {
+	command -v apt-get >/dev/null || die "apt-get not found; install $* by hand"
+	[[ $EUID -eq 0 || ${#SUDO[@]} -gt 0 ]] || die "need root (or passwordless sudo) to apt-get install $*"
+	log "installing $* with apt-get"
+	local apt=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
+		-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	local try
+	for try in $(seq 10); do # another apt may hold the lists lock
+		"${apt[@]}" update >>"$TMP/apt.log" 2>&1 </dev/null && break
+		[[ $try -eq 10 ]] && { tail -n 30 "$TMP/apt.log" >&2; die "apt-get update failed"; }
+		sleep 10
+	done
+	"${apt[@]}" install --no-install-recommends "$@" >>"$TMP/apt.log" 2>&1 </dev/null ||
+		{ tail -n 30 "$TMP/apt.log" >&2; die "apt-get install $* failed"; }
+}
+
+if ! command -v go >/dev/null; then
+	[[ -x /usr/local/go/bin/go ]] || die "go not found on PATH nor in /usr/local/go/bin"
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+if [[ -z ${CC:-} ]] && ! command -v gcc >/dev/null && ! command -v clang >/dev/null; then
+	apt_install gcc libc6-dev # go test -race needs cgo
+fi
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	apt_install redis-server
+fi
+REDIS_SERVER=$(command -v redis-server) || die "redis-server not found after install"
+PG_BIN=${FEED_PG_BIN:-/usr/lib/postgresql/15/bin}
+if [[ ! -x $PG_BIN/initdb || ! -x $PG_BIN/pg_ctl || ! -x $PG_BIN/postgres ]]; then
+	log "PostgreSQL binaries (initdb, pg_ctl, postgres) not found in $PG_BIN"
+	apt_install postgresql-15
+	[[ -x $PG_BIN/initdb ]] || die "PostgreSQL 15 binaries still missing in $PG_BIN"
+fi
+
+# ---------------------------------------------------------------- ports
+
+# Random ports between 10000 and the start of the ephemeral range, so that
+# outgoing connections never hold them.
+PORT_MIN=10000
+PORT_MAX=$(($(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1))
+((PORT_MAX >= PORT_MIN + 1000)) || PORT_MAX=32767
+
+port_free() {
+	local p=$1 u
+	for u in "${USED_PORTS[@]}"; do [[ $u == "$p" ]] && return 1; done
+	if command -v ss >/dev/null; then
+		[[ -z $(ss -Hltn "sport = :$p" 2>/dev/null) ]] || return 1
+	fi
+	! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null
+}
+
+# pick_port: sets PORT to a free port and reserves it for this run.
+pick_port() {
+	local i
+	for i in $(seq 500); do
+		PORT=$((PORT_MIN + (RANDOM * 32768 + RANDOM) % (PORT_MAX - PORT_MIN + 1)))
+		if port_free "$PORT"; then
+			USED_PORTS+=("$PORT")
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# ---------------------------------------------------------------- Redis
+
+REDIS_MAJOR=$("$REDIS_SERVER" --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
+
+# start_redis NAME PORT [ARGS...]: starts redis-server in $TMP/NAME; fails if
+# it does not come up as ours on PORT (e.g. it lost the port to another run).
+start_redis() {
+	local name=$1 port=$2 dir=$TMP/$1
+	shift 2
+	mkdir -p "$dir"
+	"$REDIS_SERVER" --bind 127.0.0.1 --port "$port" --daemonize no \
+		--dir "$dir" --logfile "$dir/redis.log" \
+		--save '' --appendonly no --databases 16 "$@" </dev/null >/dev/null 2>&1 &
+	local pid=$!
+	REDIS_PIDS+=("$pid")
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+	log "redis $name did not start on port $port: $(tail -n 3 "$dir/redis.log" 2>/dev/null | tr '\n' ' ')"
+	return 1
+}
+
+# start_redis_retry NAME [ARGS...] (cluster: CLUSTER=1): sets PORT.
+start_redis_retry() {
+	local name=$1 try
+	local -a extra
+	shift
+	for try in $(seq 5); do
+		rm -rf "${TMP:?}/$name"
+		pick_port
+		local port=$PORT
+		extra=()
+		if [[ ${CLUSTER:-0} == 1 ]]; then
+			extra=(--cluster-enabled yes --cluster-config-file "$TMP/$name/nodes.conf"
+				--cluster-node-timeout 5000 --cluster-announce-ip 127.0.0.1)
+			if ((REDIS_MAJOR >= 7)); then
+				pick_port # separate cluster bus port
+				extra+=(--cluster-port "$PORT")
+			elif ! port_free $((port + 10000)); then
+				continue
+			else
+				USED_PORTS+=($((port + 10000)))
+			fi
+		fi
+		if start_redis "$name" "$port" "${extra[@]}" "$@"; then
+			PORT=$port
+			return 0
+		fi
+	done
+	die "could not start redis $name"
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+
+start_postgres() {
+	local user
+	if [[ $EUID -eq 0 ]]; then # initdb and postgres refuse to run as root
+		if id -u postgres >/dev/null 2>&1; then
+			user=postgres
+		else
+			user=feeddtest
+			id -u "$user" >/dev/null 2>&1 ||
+				useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user" 2>/dev/null ||
+				id -u "$user" >/dev/null 2>&1 || die "could not create user $user"
+		fi
+		PG_CTL=(runuser -u "$user" -- "$PG_BIN/pg_ctl")
+		local as=(runuser -u "$user" --)
+		chmod 0711 "$TMP"
+		mkdir -p "$TMP/pg"
+		chown "$user:" "$TMP/pg"
+	else
+		user=$(id -un)
+		PG_CTL=("$PG_BIN/pg_ctl")
+		local as=()
+		mkdir -p "$TMP/pg"
+	fi
+	local dir=$TMP/pg
+	(cd "$dir" && "${as[@]}" mkdir -m 0700 "$dir/sock") ||
+		die "user $user cannot write to $dir (is $(dirname "$TMP") traversable?)"
+	if ! (cd "$dir" && "${as[@]}" "$PG_BIN/initdb" -D "$dir/data" -U "$user" --auth=trust \
+		--encoding=UTF8 --locale=C --no-sync --no-instructions) >"$dir/initdb.log" 2>&1; then
+		cat "$dir/initdb.log" >&2
+		die "initdb failed"
+	fi
+	PG_DIR=$dir
+	cat >>"$dir/data/postgresql.conf" <<-EOF
+
+		# scripts/test.sh: loopback only, tuned for speed, not durability
+		listen_addresses = '127.0.0.1'
+		unix_socket_directories = '$dir/sock'
+		max_connections = 200
+		shared_buffers = 128MB
+		fsync = off
+		synchronous_commit = off
+		full_page_writes = off
+		wal_level = minimal
+		max_wal_senders = 0
+		max_wal_size = 1GB
+		checkpoint_timeout = 30min
+		autovacuum = off
+		jit = off
+	EOF
+	printf '%s\n' 'local all all trust' 'host all all 127.0.0.1/32 trust' >"$dir/data/pg_hba.conf"
+	local try port
+	for try in $(seq 5); do
+		pick_port
+		port=$PORT
+		# the log is created by pg_ctl, as the PostgreSQL user
+		local pglog=$dir/postgres-$port.log
+		if (cd "$dir" && "${PG_CTL[@]}" -D "$dir/data" -l "$pglog" -w -t 60 -o "-p $port" start) >"$dir/pg_ctl.log" 2>&1; then
+			PG_PORT=$port
+			PG_USER=$user
+			return 0
+		fi
+		if ! grep -qs 'Address already in use' "$pglog"; then
+			cat "$dir/pg_ctl.log" "$pglog" >&2 2>/dev/null
+			die "PostgreSQL did not start"
+		fi
+		log "PostgreSQL could not listen on port $port, trying another one"
+		# make sure the failed attempt is gone before the next one
+		(cd "$dir" && "${PG_CTL[@]}" -D "$dir/data" -m immediate -w stop) >/dev/null 2>&1 || true
+	done
+	die "could not start PostgreSQL on a free port"
+}
+
+# ---------------------------------------------------------------- start
+
+start_postgres
+"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres -t 30 ||
+	die "PostgreSQL does not accept connections on 127.0.0.1:$PG_PORT"
+export FEED_TEST_DATABASE_URL="postgres://$PG_USER@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+
+start_redis_retry redis
+REDIS_PORT=$PORT
+export FEED_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+
+CLUSTER_PORTS=()
+for i in 1 2 3; do
+	CLUSTER=1 start_redis_retry "cluster$i"
+	CLUSTER_PORTS+=("$PORT")
+done
+if ! redis-cli --cluster create "${CLUSTER_PORTS[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes \
+	</dev/null >"$TMP/cluster-create.log" 2>&1; then
+	cat "$TMP/cluster-create.log" >&2
+	die "redis-cli --cluster create failed"
+fi
+for p in "${CLUSTER_PORTS[@]}"; do
+	ok=0
+	for _ in $(seq 300); do
+		if redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_state:ok'; then
+			ok=1
+			break
+		fi
+		sleep 0.1
+	done
+	[[ $ok == 1 ]] || die "redis cluster node 127.0.0.1:$p never reached cluster_state:ok"
+done
+CLUSTER_ADDRS="${CLUSTER_PORTS[*]/#/127.0.0.1:}"
+export FEED_TEST_REDIS_CLUSTER="${CLUSTER_ADDRS// /,}"
+export FEED_REDIS_SERVER_BIN="$REDIS_SERVER"
+
+log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER; temp dir $TMP"
+
+# ---------------------------------------------------------------- tests
+
+# run_group CMD...: runs CMD in its own session, so that the EXIT trap can end
+# it with everything it started (test binaries, their redis-servers).
+run_group() {
+	setsid "$@" </dev/null &
+	CHILD_PID=$!
+	local rc=0
+	wait "$CHILD_PID" || rc=$?
+	# processes the tests left behind (e.g. a throwaway redis-server) go too
+	if kill -0 -- "-$CHILD_PID" 2>/dev/null; then
+		log "warning: stopping processes left running by $1 $2"
+		kill -TERM -- "-$CHILD_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 -- "-$CHILD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$CHILD_PID" 2>/dev/null
+	fi
+	CHILD_PID=""
+	return "$rc"
+}
+
+if [[ $# -eq 0 ]]; then
+	set -- ./...
+fi
+rc=0
+log "go vet ./..."
+run_group go vet ./... || rc=$?
+if [[ $rc -ne 0 ]]; then
+	log "go vet failed (exit $rc)"
+	exit "$rc"
+fi
+log "go test -race -count=1 -timeout 30m $*"
+run_group go test -race -count=1 -timeout 30m "$@" || rc=$?
+log "go test exit status $rc"
+exit "$rc"
