@@ -224,6 +224,10 @@ type postWorker[TTx any] struct {
 }
 
 func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) error {
+	return outcome(w.deps, job.JobRow, w.work(ctx, job))
+}
+
+func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) error {
 	a := job.Args
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
 	if err := apply(ctx, w.deps.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
@@ -282,6 +286,10 @@ type batchWorker struct {
 }
 
 func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
+	return outcome(w.deps, job.JobRow, w.work(ctx, job))
+}
+
+func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error {
 	a := job.Args
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
 	after, size := a.After, w.deps.batchSize()
@@ -325,13 +333,49 @@ func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64)
 }
 
 func apply(ctx context.Context, ib feed.Inbox, op string, e feed.Entry, ids []int64) error {
+	var err error
 	switch op {
 	case OpAdd:
-		return ib.Deliver(ctx, e, ids)
+		err = ib.Deliver(ctx, e, ids)
 	case OpRemove:
-		return ib.Remove(ctx, e, ids)
+		err = ib.Remove(ctx, e, ids)
+	default:
+		return fmt.Errorf("fanout: unknown op %q", op)
 	}
-	return fmt.Errorf("fanout: unknown op %q", op)
+	if err != nil && ctx.Err() == nil {
+		return &inboxError{err}
+	}
+	return err
+}
+
+// inboxError marks a failed inbox write: the inbox store (Redis) is most
+// likely unreachable. Such jobs are snoozed, not failed: a snooze uses no
+// attempt, so an outage of any length delays deliveries but never discards
+// them, and they all arrive once the store is back.
+type inboxError struct{ err error }
+
+func (e *inboxError) Error() string { return "inbox write: " + e.err.Error() }
+func (e *inboxError) Unwrap() error { return e.err }
+
+// snoozeFor is the wait before a job whose inbox writes failed tries again:
+// doubling from 250 ms up to 10 s, by how many times it was snoozed.
+func snoozeFor(snoozes int) time.Duration {
+	return min(250*time.Millisecond<<min(snoozes, 6), 10*time.Second)
+}
+
+// outcome turns a job's error into what River should do with it.
+func outcome(d *Deps, job *rivertype.JobRow, err error) error {
+	var ie *inboxError
+	if err == nil || !errors.As(err, &ie) {
+		return err
+	}
+	var meta struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(job.Metadata, &meta)
+	wait := snoozeFor(meta.Snoozes)
+	d.Log.Warn("inbox store unavailable; fan-out job snoozed", "job_id", job.ID, "kind", job.Kind, "wait", wait, "error", ie.err)
+	return river.JobSnooze(wait)
 }
 
 // errorHandler logs job failures; a job that has used its last attempt is

@@ -278,7 +278,7 @@ func testInboxTieOrder(t *testing.T, ib feed.Inbox) {
 		entries = append(entries, feed.Entry{PostID: id, Score: s0})
 	}
 	// A neighbour score on each side, so a Page crosses group boundaries.
-	entries = append(entries, feed.Entry{PostID: 5, Score: s0 + 1}, feed.Entry{PostID: 50, Score: s0 - 1})
+	entries = append(entries, feed.Entry{PostID: 6, Score: s0 + 1}, feed.Entry{PostID: 50, Score: s0 - 1})
 	const user = 123456789
 	for i, e := range entries {
 		if i%2 == 0 {

@@ -8,13 +8,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/postgres"
+	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
 
@@ -50,7 +55,13 @@ type app struct {
 	health  func(context.Context) error
 	start   func(context.Context) error // starts the workers
 	stop    func(context.Context) error // stops the workers
-	close   func() error
+	closers []func() error
+}
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
 }
 
 func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
@@ -58,7 +69,7 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, err := openEmbedded(ctx, c, log)
+	a, err := openApp(ctx, c, log)
 	if err != nil {
 		return err
 	}
@@ -115,37 +126,104 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	return nil
 }
 
-// openEmbedded wires the embedded default: SQLite holds everything.
-func openEmbedded(ctx context.Context, c *config, log *slog.Logger) (*app, error) {
-	db, err := sqlite.Open(ctx, c.dataDir)
-	if err != nil {
-		return nil, err
-	}
-	driver := riversqlite.New(db.Write)
-	if err := fanout.Migrate(ctx, driver); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate job queue: %w", err)
-	}
-	inbox := &sqlite.Inbox{DB: db}
+// stores is one backend's set of domain stores.
+type stores interface {
+	feed.UserStore
+	feed.AuthStore
+	feed.PostStore
+	feed.FollowStore
+}
+
+// openApp wires the backends the configuration names: SQLite or PostgreSQL
+// as the source of truth and job queue, and Redis (one node or a Cluster),
+// when configured, for inboxes, sessions and codes.
+func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
+	a = &app{log: log}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	workers := c.workers
 	if c.cmd == "migrate" {
 		workers = 0
 	}
-	q, err := fanout.New(driver, fanout.Config{
-		Workers: workers, PollInterval: c.pollInterval, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log,
-	}, &fanout.Deps{Follows: db, Inbox: inbox, BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit})
+	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log}
+
+	var st stores
+	var inbox feed.Inbox
+	var deps = &fanout.Deps{BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit}
+	if c.databaseURL != "" {
+		db, err := postgres.Open(ctx, c.databaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL: %w", err)
+		}
+		a.closers = append(a.closers, func() error { db.Close(); return nil })
+		st, inbox = db, &postgres.Inbox{DB: db}
+		a.health = db.Pool.Ping
+		q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
+		if err != nil {
+			return nil, err
+		}
+		db.Enqueue = q.EnqueueTx
+		a.start, a.stop = q.Start, q.Stop
+	} else {
+		db, err := sqlite.Open(ctx, c.dataDir)
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, db.Close)
+		driver := riversqlite.New(db.Write)
+		if err := fanout.Migrate(ctx, driver); err != nil {
+			return nil, fmt.Errorf("migrate job queue: %w", err)
+		}
+		st, inbox = db, &sqlite.Inbox{DB: db}
+		a.health = db.Read.PingContext
+		qcfg.PollInterval = c.pollInterval
+		q, err := fanout.New(driver, qcfg, deps)
+		if err != nil {
+			return nil, err
+		}
+		db.Enqueue = q.EnqueueTx
+		a.start, a.stop = q.Start, q.Stop
+	}
+
+	var auth feed.AuthStore = st
+	if rdb := redisClient(c); rdb != nil {
+		a.closers = append(a.closers, rdb.Close)
+		inbox = redis.NewInbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap})
+		auth = redis.NewAuthStore(rdb, c.redisPrefix)
+		dbHealth := a.health
+		// Redis being down degrades feedd but does not stop it serving, so
+		// health reports the database only; Redis trouble goes to the log.
+		a.health = func(ctx context.Context) error {
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				log.Warn("redis unreachable; serving degraded", "error", err)
+			}
+			return dbHealth(ctx)
+		}
+	}
+	deps.Follows, deps.Inbox = st, inbox
+	a.service = &feed.Service{
+		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox,
+		Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+	}
+	return a, nil
+}
+
+// redisClient returns the configured Redis client, nil if none. One code
+// path serves a single node and a Cluster (redis.UniversalClient).
+func redisClient(c *config) goredis.UniversalClient {
+	if c.redisCluster != "" {
+		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64})
+	}
+	if c.redisURL == "" {
+		return nil
+	}
+	opts, err := goredis.ParseURL(c.redisURL) // validated by parseConfig
 	if err != nil {
-		db.Close()
-		return nil, err
+		panic(err)
 	}
-	db.Enqueue = q.EnqueueTx
-	svc := &feed.Service{
-		Users: db, Auth: db, Posts: db, Follows: db, Inbox: inbox,
-		Codes: logSender{log}, PageSize: c.pageSize, Log: log, Now: clock,
-	}
-	return &app{
-		log: log, service: svc,
-		health: func(ctx context.Context) error { return db.Read.PingContext(ctx) },
-		start:  q.Start, stop: q.Stop, close: db.Close,
-	}, nil
+	opts.PoolSize = 64
+	return goredis.NewClient(opts)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // config is everything feedd can be told. Only cmd/feedd reads flags and
@@ -24,6 +26,11 @@ type config struct {
 	rescueAfter  time.Duration
 	fanoutBatch  int
 	fanoutSplit  int
+	databaseURL  string
+	redisURL     string
+	redisCluster string
+	redisPrefix  string
+	inboxCap     int
 }
 
 // newFlagSet declares every flag with its FEED_* environment fallback.
@@ -57,6 +64,11 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
+	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database)")
+	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
+	str(&c.redisPrefix, "redis-prefix", "FEED_REDIS_PREFIX", "", "prefix of every Redis key, to share one Redis between deployments")
+	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", 800, "entries kept in each inbox")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	return fs
@@ -86,10 +98,19 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--workers must not be negative")
 	case c.pageSize < 1 || c.pageSize > 50:
 		return nil, fmt.Errorf("--page-size must be from 1 to 50")
+	case c.redisURL != "" && c.redisCluster != "":
+		return nil, fmt.Errorf("set --redis-url or --redis-cluster, not both")
+	case c.inboxCap < 1:
+		return nil, fmt.Errorf("--inbox-cap must be at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1:
 		return nil, fmt.Errorf("--fanout-batch and --fanout-split must be at least 1")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	}
+	if c.redisURL != "" {
+		if _, err := goredis.ParseURL(c.redisURL); err != nil {
+			return nil, fmt.Errorf("--redis-url: %w", err)
+		}
 	}
 	if cmd == "worker" && c.workers == 0 {
 		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")

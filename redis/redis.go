@@ -1,0 +1,34 @@
+// Package redis is everything Redis does for feedd: the inboxes of the follow
+// feed (one sorted set per user) and the login codes and sessions, with
+// native expiry. Every type takes a goredis.UniversalClient, so one code path
+// serves a single node, Sentinel and Cluster.
+//
+// Key layout (Prefix is the deployment's, or a test's, namespace):
+//
+//	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
+//	                              plus the sentinel member "-" at score -inf (see Inbox)
+//	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
+//	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
+//
+// The braces are Redis Cluster hash tags: every key names one entity, and
+// every script touches one key, so each runs on the node that owns the key.
+package redis
+
+import (
+	"strconv"
+)
+
+// inboxKey is the sorted set of userID's inbox.
+func inboxKey(prefix string, userID int64) string {
+	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
+}
+
+// codeKey is the hash of phone's live login code.
+func codeKey(prefix, phone string) string {
+	return prefix + "code:{" + phone + "}"
+}
+
+// sessionKey is the hash of the session whose token hashes to tokenHash.
+func sessionKey(prefix, tokenHash string) string {
+	return prefix + "session:{" + tokenHash + "}"
+}
