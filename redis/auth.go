@@ -19,9 +19,19 @@ import (
 // compared in the scripts. The native expiry is only garbage collection: it
 // is set, relative to the server's clock, a little after the logical time
 // when the key can no longer matter.
+//
+// With Durable set (the wiring sets it to the SQL store), Redis is a cache in
+// front of the source of truth: sessions are written to both, a session
+// missing from Redis (flushed, evicted, a restart without persistence) is
+// found in Durable and cached again, the durable copy's expiry is slid at
+// most every durableSlack, and when Redis is unreachable every call falls
+// through to Durable. So losing Redis logs nobody out and does not stop
+// logins.
 type AuthStore struct {
 	rdb    goredis.UniversalClient
 	prefix string
+
+	Durable feed.AuthStore
 }
 
 var _ feed.AuthStore = (*AuthStore)(nil)
@@ -89,9 +99,10 @@ return 2
 //	ARGV[3] slack (ms): extend only when that moves the expiry this much
 //	ARGV[4] time to live of the key after an extension (ms): garbage collection
 //
-// Returns the user id, or nil when there is no live session.
+// Returns {user id, durable}: durable is the expiry last written to the
+// durable store ("" when none); or nil when there is no live session.
 var sessionScript = goredis.NewScript(`
-local s = redis.call('HMGET', KEYS[1], 'user', 'expires')
+local s = redis.call('HMGET', KEYS[1], 'user', 'expires', 'durable')
 if not s[1] or tonumber(s[2]) <= tonumber(ARGV[1]) then
   return false
 end
@@ -99,7 +110,7 @@ if tonumber(ARGV[2]) - tonumber(s[2]) >= tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[1], 'expires', ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
-return s[1]
+return {s[1], s[3] or ''}
 `)
 
 // SaveCode implements feed.AuthStore: one call of saveCodeScript.
@@ -111,6 +122,9 @@ func (s *AuthStore) SaveCode(ctx context.Context, phone, codeHash string, now ti
 	ok, err := saveCodeScript.Run(ctx, s.rdb, []string{codeKey(s.prefix, phone)},
 		codeHash, now.UnixMilli(), now.Add(ttl).UnixMilli(), resendAfter.Milliseconds(), gc.Milliseconds()).Int()
 	if err != nil {
+		if s.Durable != nil && ctx.Err() == nil {
+			return s.Durable.SaveCode(ctx, phone, codeHash, now, ttl, resendAfter)
+		}
 		return err
 	} else if ok == 0 {
 		return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
@@ -124,8 +138,15 @@ func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now
 	res, err := consumeCodeScript.Run(ctx, s.rdb, []string{codeKey(s.prefix, phone)}, codeHash, now.UnixMilli(), maxTries).Int()
 	switch {
 	case err != nil:
+		if s.Durable != nil && ctx.Err() == nil {
+			return s.Durable.ConsumeCode(ctx, phone, codeHash, now, maxTries)
+		}
 		return err
 	case res == 0:
+		if s.Durable != nil {
+			// A code saved while Redis was unreachable lives in Durable.
+			return s.Durable.ConsumeCode(ctx, phone, codeHash, now, maxTries)
+		}
 		return feed.Errorf(feed.EINVALID, "the code has expired or was not requested; ask for a new code")
 	case res == 2:
 		return feed.Errorf(feed.EINVALID, "the code is wrong")
@@ -134,14 +155,28 @@ func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now
 }
 
 // CreateSession implements feed.AuthStore: one MULTI/EXEC on the session's
-// key. The key is garbage-collected gcGrace after expires by the server's
-// clock, and never sooner than gcGrace from now.
+// key (after the durable store's insert, when there is one). The key is
+// garbage-collected gcGrace after expires by the server's clock, and never
+// sooner than gcGrace from now.
 func (s *AuthStore) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+	if s.Durable != nil {
+		if err := s.Durable.CreateSession(ctx, tokenHash, userID, expires); err != nil {
+			return err
+		}
+	}
+	err := s.cacheSession(ctx, tokenHash, userID, expires)
+	if s.Durable != nil {
+		return nil // the durable copy is enough; the cache fills on the next read
+	}
+	return err
+}
+
+func (s *AuthStore) cacheSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
 	key := sessionKey(s.prefix, tokenHash)
 	gc := max(time.Until(expires), 0) + gcGrace
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Del(ctx, key)
-		p.HSet(ctx, key, "user", userID, "expires", expires.UnixMilli())
+		p.HSet(ctx, key, "user", userID, "expires", expires.UnixMilli(), "durable", expires.UnixMilli())
 		p.PExpire(ctx, key, gc)
 		return nil
 	})
@@ -153,21 +188,62 @@ func (s *AuthStore) CreateSession(ctx context.Context, tokenHash string, userID 
 // SQLite store).
 const sessionSlack = time.Minute
 
+// durableSlack is how stale the durable copy's expiry may get: it is
+// extended at most every five minutes, so a user active in the last
+// ttl - durableSlack stays logged in through a Redis outage.
+const durableSlack = 5 * time.Minute
+
 // Session implements feed.AuthStore: one call of sessionScript, which
 // returns the user of a live session and slides its expiry to now+ttl.
 // EUNAUTHORIZED when there is no live session.
 func (s *AuthStore) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
-	id, err := sessionScript.Run(ctx, s.rdb, []string{sessionKey(s.prefix, tokenHash)},
-		now.UnixMilli(), now.Add(ttl).UnixMilli(), sessionSlack.Milliseconds(), (ttl + gcGrace).Milliseconds()).Text()
-	if errors.Is(err, goredis.Nil) {
+	key := sessionKey(s.prefix, tokenHash)
+	res, err := sessionScript.Run(ctx, s.rdb, []string{key},
+		now.UnixMilli(), now.Add(ttl).UnixMilli(), sessionSlack.Milliseconds(), (ttl + gcGrace).Milliseconds()).StringSlice()
+	switch {
+	case errors.Is(err, goredis.Nil) && s.Durable != nil:
+		// Not in Redis: logged out, expired, or lost from the cache.
+		id, err := s.Durable.Session(ctx, tokenHash, now, ttl)
+		if err == nil {
+			s.cacheSession(ctx, tokenHash, id, now.Add(ttl))
+		}
+		return id, err
+	case errors.Is(err, goredis.Nil):
 		return 0, feed.Errorf(feed.EUNAUTHORIZED, "login required")
-	} else if err != nil {
+	case err != nil && s.Durable != nil && ctx.Err() == nil:
+		return s.Durable.Session(ctx, tokenHash, now, ttl) // Redis unreachable
+	case err != nil:
+		return 0, err
+	case len(res) != 2:
+		return 0, errors.New("redis: unexpected session reply")
+	}
+	id, err := strconv.ParseInt(res[0], 10, 64)
+	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(id, 10, 64)
+	if s.Durable != nil {
+		durable, _ := strconv.ParseInt(res[1], 10, 64)
+		if next := now.Add(ttl).UnixMilli(); next-durable >= durableSlack.Milliseconds() {
+			if _, err := s.Durable.Session(ctx, tokenHash, now, ttl); err != nil {
+				if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+					s.rdb.Del(ctx, key) // ended elsewhere
+				}
+				return 0, err
+			}
+			s.rdb.HSet(ctx, key, "durable", next)
+		}
+	}
+	return id, nil
 }
 
 // DeleteSession implements feed.AuthStore. Idempotent.
 func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
+	if s.Durable != nil {
+		if err := s.Durable.DeleteSession(ctx, tokenHash); err != nil {
+			return err
+		}
+	}
+	// If Redis is unreachable the cached copy outlives the logout until the
+	// next durable check (durableSlack) finds the session gone; report it.
 	return s.rdb.Del(ctx, sessionKey(s.prefix, tokenHash)).Err()
 }

@@ -192,7 +192,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if rdb := redisClient(c); rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
 		inbox = redis.NewInbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap})
-		auth = redis.NewAuthStore(rdb, c.redisPrefix)
+		ra := redis.NewAuthStore(rdb, c.redisPrefix)
+		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
+		auth = ra
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
