@@ -217,7 +217,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 // path serves a single node and a Cluster (redis.UniversalClient).
 func redisClient(c *config) goredis.UniversalClient {
 	if c.redisCluster != "" {
-		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64})
+		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64, MaxRetries: 1})
 	}
 	if c.redisURL == "" {
 		return nil
@@ -227,5 +227,8 @@ func redisClient(c *config) goredis.UniversalClient {
 		panic(err)
 	}
 	opts.PoolSize = 64
+	// One retry: when Redis is down, requests fall back to the database
+	// quickly instead of waiting out a long retry schedule.
+	opts.MaxRetries = 1
 	return goredis.NewClient(opts)
 }
