@@ -18,6 +18,8 @@ var ErrInboxLost = errors.New("inbox lost")
 // User is an account, created on first login.
 type User struct {
 	ID        int64
+	Mode      Mode // how the user's posts reach followers (push or pull)
+	ActiveAt  time.Time
 	Phone     string
 	NickName  string
 	Icon      string
@@ -158,8 +160,9 @@ type PostStore interface {
 // FollowStore persists the follow graph.
 type FollowStore interface {
 	// SetFollow makes followerID follow (or stop following) followeeID and
-	// keeps both users' counts in step. Idempotent. ENOTFOUND if followeeID
-	// does not exist.
+	// keeps both users' counts in step, and when the follow changed enqueues
+	// a FollowJob in the same transaction. Idempotent. ENOTFOUND if
+	// followeeID does not exist; EFORBIDDEN if either blocks the other.
 	SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error
 	// IsFollowing reports whether followerID follows followeeID.
 	IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error)

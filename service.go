@@ -12,7 +12,9 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -45,12 +47,21 @@ type Service struct {
 	Follows FollowStore
 	Inbox   Inbox
 	Codes   CodeSender
+	// Social and Outbox enable mutes, blocks, follow lists, pull-mode
+	// authors merged at read time and inactive users; nil leaves them out.
+	Social SocialStore
+	Outbox Outbox
+	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
+	// their inbox is regenerated when they come back (0: nobody is skipped).
+	ActiveWindow time.Duration
 
 	Now      func() time.Time // defaults to time.Now
 	Rand     io.Reader        // defaults to crypto/rand.Reader
 	PageSize int              // default feed page size; 10 if zero
 	InboxCap int              // entries a rebuilt inbox holds; 800 if zero
 	Log      *slog.Logger
+
+	touched sync.Map // user id -> time.Time of this process's last Touch
 }
 
 // DefaultInboxCap is how many entries an inbox keeps, as Mastodon and
@@ -171,7 +182,43 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 	if token == "" {
 		return 0, Errorf(EUNAUTHORIZED, "login required")
 	}
-	return s.Auth.Session(ctx, HashSecret(token), s.now(), SessionTTL)
+	id, err := s.Auth.Session(ctx, HashSecret(token), s.now(), SessionTTL)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.touch(ctx, id); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// touchInterval is how often a user's activity time is written: activity
+// matters by the day (ActiveWindow), not by the request.
+const touchInterval = time.Hour
+
+// touch records that userID is active. A user back after more than
+// ActiveWindow was skipped by fan-out meanwhile: their inbox is regenerated
+// here, before the request that brought them back reads it.
+func (s *Service) touch(ctx context.Context, userID int64) error {
+	if s.Social == nil {
+		return nil
+	}
+	now := s.now()
+	if last, ok := s.touched.Load(userID); ok && now.Sub(last.(time.Time)) < touchInterval && now.After(last.(time.Time)) {
+		return nil
+	}
+	prev, err := s.Social.Touch(ctx, userID, now, touchInterval)
+	if err != nil {
+		return err
+	}
+	s.touched.Store(userID, now)
+	if s.ActiveWindow > 0 && now.Sub(prev) > s.ActiveWindow {
+		s.log().Info("inactive user is back; regenerating the inbox", "user_id", userID, "last_active", prev)
+		if err := s.RebuildInbox(ctx, userID); err != nil {
+			s.log().Warn("regenerate inbox", "user_id", userID, "error", err)
+		}
+	}
+	return nil
 }
 
 // Logout ends the session of token.
@@ -437,7 +484,7 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 	}
 	max, skip := lastID, offset
 	for range maxEmptyPages {
-		entries, err := s.inboxPage(ctx, userID, max, skip, size)
+		entries, err := s.streamPage(ctx, userID, max, skip, size)
 		if err != nil {
 			return nil, err
 		}
@@ -511,7 +558,9 @@ func NextCursor(entries []Entry, max int64, skip int) (int64, int) {
 }
 
 // hydrateEntries loads the posts of entries in entry order, dropping deleted
-// ones, and hydrates them: three store calls whatever the page size.
+// ones and those of authors who do not belong in the viewer's feed (muted,
+// unfollowed, blocked: their entries may still sit in the inbox until a job
+// removes them), and hydrates them: four store calls whatever the page size.
 func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
 	ids := make([]int64, len(entries))
 	for i, e := range entries {
@@ -521,11 +570,71 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 	if err != nil {
 		return nil, err
 	}
+	var visible map[int64]bool
+	if s.Social != nil && len(m) > 0 {
+		authors := make([]int64, 0, len(m))
+		for _, p := range m {
+			authors = append(authors, p.UserID)
+		}
+		slices.Sort(authors)
+		if visible, err = s.Social.Visible(ctx, viewerID, slices.Compact(authors)); err != nil {
+			return nil, err
+		}
+	}
 	posts := make([]*Post, 0, len(ids))
 	for _, id := range ids {
-		if p := m[id]; p != nil {
+		if p := m[id]; p != nil && (visible == nil || visible[p.UserID]) {
 			posts = append(posts, p)
 		}
 	}
 	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// streamPage is a page of userID's feed stream: their inbox merged with the
+// outboxes of the pull-mode authors they follow, in feed order, score at
+// most max, after skipping offset, at most limit. A post both pushed and in
+// an outbox (an author crossing the threshold) appears once. The round trips
+// are fixed: the pull-mode followees, the inbox, all outboxes at once.
+func (s *Service) streamPage(ctx context.Context, userID, max int64, offset, limit int) ([]Entry, error) {
+	var pulls []int64
+	if s.Social != nil && s.Outbox != nil {
+		var err error
+		if pulls, err = s.Social.PullFollowees(ctx, userID); err != nil {
+			return nil, err
+		}
+	}
+	if len(pulls) == 0 {
+		return s.inboxPage(ctx, userID, max, offset, limit)
+	}
+	in, err := s.inboxPage(ctx, userID, max, 0, offset+limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Outbox.Entries(ctx, pulls, max, offset+limit)
+	if err != nil {
+		return nil, err
+	}
+	merged := MergeEntries(in, out)
+	if offset >= len(merged) {
+		return []Entry{}, nil
+	}
+	return merged[offset:min(offset+limit, len(merged))], nil
+}
+
+// MergeEntries merges entry lists into one in feed order, each entry once.
+func MergeEntries(lists ...[]Entry) []Entry {
+	var all []Entry
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortFunc(all, func(a, b Entry) int {
+		switch {
+		case a.Before(b):
+			return -1
+		case b.Before(a):
+			return 1
+		}
+		return 0
+	})
+	return slices.Compact(all)
 }

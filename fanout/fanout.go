@@ -66,6 +66,7 @@ type BatchArgs struct {
 	Score    int64  `json:"score"`
 	After    int64  `json:"after"`
 	Upto     int64  `json:"upto"`
+	Since    int64  `json:"since,omitempty"` // skip followers inactive since (ms)
 }
 
 // Kind implements river.JobArgs.
@@ -75,6 +76,23 @@ func (BatchArgs) Kind() string { return "feed_batch" }
 type Deps struct {
 	Follows feed.FollowStore
 	Inbox   feed.Inbox
+	// Users, Social and Outbox enable the hybrid model: pull mode for big
+	// audiences, backfill on follow, skipping inactive followers. Without
+	// them every post is pushed to every follower.
+	Users  feed.UserStore
+	Social feed.SocialStore
+	Outbox feed.Outbox
+	// PullThreshold: an author with at least this many followers is put in
+	// pull mode (0: never); they leave it below 9/10 of it.
+	PullThreshold int
+	// Backfill is how many of an author's newest posts a new follower gets
+	// in their inbox (default 200; never more than InboxCap).
+	Backfill int
+	InboxCap int
+	// ActiveWindow: followers not seen for this long are skipped by fan-out
+	// (0: nobody is skipped); their inbox is regenerated when they return.
+	ActiveWindow time.Duration
+	Now          func() time.Time
 	// BatchSize is how many followers one inbox write covers (default 1000).
 	BatchSize int
 	// SplitSize is the most followers one job delivers to; larger audiences
@@ -84,6 +102,32 @@ type Deps struct {
 }
 
 func (d *Deps) batchSize() int { return cmp(d.BatchSize, 1000) }
+func (d *Deps) backfill() int  { return min(cmp(d.Backfill, 200), cmp(d.InboxCap, 800)) }
+
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// since is the activity horizon of a delivery: followers last active before
+// it are skipped (0: none is).
+func (d *Deps) since() int64 {
+	if d.ActiveWindow <= 0 || d.Social == nil {
+		return 0
+	}
+	return d.now().Add(-d.ActiveWindow).UnixMilli()
+}
+
+// audience returns a keyset page of authorID's followers, only those active
+// since `since` (ms) when it is not 0.
+func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, since int64) ([]int64, error) {
+	if since > 0 {
+		return d.Social.ActiveFollowersAfter(ctx, authorID, after, limit, time.UnixMilli(since))
+	}
+	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
+}
 func (d *Deps) splitSize() int { return cmp(d.SplitSize, 5000) }
 
 func cmp(v, def int) int {
@@ -143,6 +187,9 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	if err := river.AddWorkerSafely(workers, &batchWorker{deps: deps}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &followWorker{deps: deps}); err != nil {
+		return nil, err
+	}
 	rc := &river.Config{
 		Workers:      workers,
 		Logger:       log.With("component", "river"),
@@ -200,12 +247,14 @@ func (q *Queue[TTx]) Stop(ctx context.Context) error {
 func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...any) error {
 	params := make([]river.InsertManyParams, 0, len(jobs))
 	for _, j := range jobs {
-		var args PostArgs
+		var args river.JobArgs
 		switch j := j.(type) {
 		case feed.FanoutJob:
 			args = PostArgs{Op: OpAdd, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
 		case feed.RemoveJob:
 			args = PostArgs{Op: OpRemove, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
+		case feed.FollowJob:
+			args = FollowArgs{FollowerID: j.FollowerID, FolloweeID: j.FolloweeID, Follow: j.Follow}
 		default:
 			return fmt.Errorf("fanout: unknown job %T", j)
 		}
@@ -229,18 +278,41 @@ func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) er
 
 func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) error {
 	a := job.Args
+	d := w.deps
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
-	if err := apply(ctx, w.deps.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
+	if d.Outbox != nil {
+		var err error
+		if a.Op == OpAdd {
+			err = d.Outbox.Add(ctx, a.AuthorID, e)
+		} else {
+			err = d.Outbox.Remove(ctx, a.AuthorID, e)
+		}
+		if err != nil {
+			return &inboxError{err}
+		}
+	}
+	if err := apply(ctx, d.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
 		return err
 	}
-	split := w.deps.splitSize()
-	first, err := w.deps.Follows.FollowersAfter(ctx, a.AuthorID, 0, split)
+	var since int64
+	if a.Op == OpAdd {
+		mode, err := d.mode(ctx, a.AuthorID)
+		if err != nil {
+			return err
+		}
+		if mode == feed.PullMode {
+			return nil // readers merge the author's outbox
+		}
+		since = d.since()
+	}
+	split := d.splitSize()
+	first, err := d.audience(ctx, a.AuthorID, 0, split, since)
 	if err != nil {
 		return err
 	}
 	if len(first) < split {
 		// The whole audience fits in one job: deliver it here.
-		return deliver(ctx, w.deps, a.Op, e, first)
+		return deliver(ctx, d, a.Op, e, first)
 	}
 	// A large audience: one batch job per SplitSize followers.
 	client, err := river.ClientFromContextSafely[TTx](ctx)
@@ -252,7 +324,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	for len(ids) > 0 {
 		upto := ids[len(ids)-1]
 		params = append(params, river.InsertManyParams{
-			Args: BatchArgs{Op: a.Op, PostID: a.PostID, AuthorID: a.AuthorID, Score: a.Score, After: after, Upto: upto},
+			Args: BatchArgs{Op: a.Op, PostID: a.PostID, AuthorID: a.AuthorID, Score: a.Score, After: after, Upto: upto, Since: since},
 			InsertOpts: &river.InsertOpts{
 				Priority:   priorityBatch,
 				UniqueOpts: river.UniqueOpts{ByArgs: true},
@@ -268,7 +340,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			break
 		}
 		after = upto
-		if ids, err = w.deps.Follows.FollowersAfter(ctx, a.AuthorID, after, split); err != nil {
+		if ids, err = d.audience(ctx, a.AuthorID, after, split, since); err != nil {
 			return err
 		}
 	}
@@ -294,7 +366,7 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
 	after, size := a.After, w.deps.batchSize()
 	for after < a.Upto {
-		ids, err := w.deps.Follows.FollowersAfter(ctx, a.AuthorID, after, size)
+		ids, err := w.deps.audience(ctx, a.AuthorID, after, size, a.Since)
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,7 @@ type Inbox struct {
 	rdb    goredis.UniversalClient
 	prefix string
 	cap    int
+	keyOf  func(prefix string, id int64) string
 }
 
 var _ feed.Inbox = (*Inbox)(nil)
@@ -52,10 +53,10 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = DefaultCap
 	}
-	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap}
+	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: inboxKey}
 }
 
-func (ib *Inbox) key(userID int64) string { return inboxKey(ib.prefix, userID) }
+func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }
 
 func member(postID int64) string { return strconv.FormatInt(postID, 10) }
 
@@ -283,22 +284,36 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, max int64, offset, limi
 	} else if err != nil {
 		return nil, err
 	}
+	entries, err := parsePage(res)
+	if err != nil {
+		return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
+	}
+	if offset >= len(entries) {
+		return []feed.Entry{}, nil
+	}
+	return entries[offset:min(n, len(entries))], nil
+}
+
+// parsePage turns a pageScript reply into entries in feed order: the cut
+// tie group of the last score is replaced by the whole group, and all are
+// sorted numerically.
+func parsePage(res []any) ([]feed.Entry, error) {
 	head, ok := res[0].([]any)
 	if !ok || len(head)%2 != 0 {
-		return nil, fmt.Errorf("redis: page of inbox %d: unexpected reply %v", userID, res)
+		return nil, fmt.Errorf("unexpected reply %v", res)
 	}
 	entries := make([]feed.Entry, 0, len(head)/2)
 	for i := 0; i < len(head); i += 2 {
 		e, err := parseEntry(head[i], head[i+1])
 		if err != nil {
-			return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
+			return nil, err
 		}
 		entries = append(entries, e)
 	}
 	if len(res) > 1 && len(entries) > 0 {
 		group, ok := res[1].([]any)
 		if !ok {
-			return nil, fmt.Errorf("redis: page of inbox %d: unexpected reply %v", userID, res)
+			return nil, fmt.Errorf("unexpected reply %v", res)
 		}
 		last := entries[len(entries)-1].Score
 		for len(entries) > 0 && entries[len(entries)-1].Score == last {
@@ -307,17 +322,14 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, max int64, offset, limi
 		for _, m := range group {
 			e, err := parseEntry(m, nil)
 			if err != nil {
-				return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
+				return nil, err
 			}
 			e.Score = last
 			entries = append(entries, e)
 		}
 	}
 	slices.SortFunc(entries, compareEntries)
-	if offset >= len(entries) {
-		return []feed.Entry{}, nil
-	}
-	return entries[offset:min(n, len(entries))], nil
+	return entries, nil
 }
 
 // parseEntry parses a member and (when score is not nil) a score of a reply.

@@ -7,6 +7,7 @@
 //
 //	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
 //	                              plus the sentinel member "-" at score -inf (see Inbox)
+//	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
 //
@@ -21,6 +22,11 @@ import (
 // inboxKey is the sorted set of userID's inbox.
 func inboxKey(prefix string, userID int64) string {
 	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
+}
+
+// outboxKey is the sorted set of authorID's own posts (see Outbox).
+func outboxKey(prefix string, authorID int64) string {
+	return prefix + "outbox:{" + strconv.FormatInt(authorID, 10) + "}"
 }
 
 // codeKey is the hash of phone's live login code.

@@ -1,0 +1,138 @@
+package fanout
+
+import (
+	"context"
+	"math"
+
+	"github.com/riverqueue/river"
+
+	feed "github.com/feedd/feedd"
+)
+
+// FollowArgs is the job that follows a change of the follow graph: a new
+// follower gets the followee's recent posts in their inbox (backfill), an
+// ex-follower loses them. It also moves the followee between push and pull
+// mode when their audience crossed the threshold.
+type FollowArgs struct {
+	FollowerID int64 `json:"follower_id"`
+	FolloweeID int64 `json:"followee_id"`
+	Follow     bool  `json:"follow"`
+}
+
+// Kind implements river.JobArgs.
+func (FollowArgs) Kind() string { return "feed_follow" }
+
+type followWorker struct {
+	river.WorkerDefaults[FollowArgs]
+	deps *Deps
+}
+
+func (w *followWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
+	return outcome(w.deps, job.JobRow, w.work(ctx, job.Args))
+}
+
+func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
+	d := w.deps
+	mode, err := d.settleMode(ctx, a.FolloweeID)
+	if err != nil || d.Outbox == nil {
+		return err
+	}
+	if a.Follow {
+		if mode == feed.PullMode {
+			return nil // merged at read time; nothing to copy
+		}
+		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, math.MaxInt64, d.backfill())
+		if err != nil {
+			return &inboxError{err}
+		}
+		if err := d.Inbox.Add(ctx, a.FollowerID, es); err != nil {
+			return &inboxError{err}
+		}
+		return nil
+	}
+	// Unfollow: the followee's posts leave the inbox. An inbox holds at most
+	// InboxCap entries, so the followee's newest InboxCap posts cover it.
+	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, math.MaxInt64, cmp(d.InboxCap, 800))
+	if err != nil {
+		return &inboxError{err}
+	}
+	for _, e := range es {
+		if err := apply(ctx, d.Inbox, OpRemove, e, []int64{a.FollowerID}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mode returns authorID's distribution mode for a new post, entering pull
+// mode first if the audience has reached the threshold.
+func (d *Deps) mode(ctx context.Context, authorID int64) (feed.Mode, error) {
+	if d.Users == nil || d.Social == nil || d.PullThreshold <= 0 {
+		return feed.PushMode, nil
+	}
+	u, err := d.Users.User(ctx, authorID)
+	if err != nil {
+		return feed.PushMode, err
+	}
+	if u.Mode == feed.PushMode && u.Fans >= d.PullThreshold {
+		if err := d.Social.SetMode(ctx, authorID, feed.PullMode); err != nil {
+			return feed.PushMode, err
+		}
+		d.Log.Info("author enters pull mode", "author_id", authorID, "fans", u.Fans)
+		return feed.PullMode, nil
+	}
+	return u.Mode, nil
+}
+
+// settleMode moves authorID between push and pull mode when their audience
+// crossed the threshold (entering at PullThreshold, leaving below 9/10 of
+// it, so an audience hovering at the line does not flap).
+//
+// Entering is immediate: readers start merging the outbox, where every post
+// already is. Leaving goes through LeavingPullMode: while the author's
+// newest posts are pushed to every follower, posts are both pushed and
+// merged, so none is missing from any feed at any moment; then push mode. A
+// job cut off while leaving is retried and resumes from LeavingPullMode.
+func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error) {
+	mode, err := d.mode(ctx, authorID)
+	if err != nil || mode == feed.PushMode || d.PullThreshold <= 0 {
+		return mode, err
+	}
+	u, err := d.Users.User(ctx, authorID)
+	if err != nil {
+		return mode, err
+	}
+	if u.Mode == feed.PullMode {
+		if u.Fans*10 >= d.PullThreshold*9 {
+			return feed.PullMode, nil
+		}
+		if err := d.Social.SetMode(ctx, authorID, feed.LeavingPullMode); err != nil {
+			return mode, err
+		}
+	}
+	d.Log.Info("author leaves pull mode", "author_id", authorID, "fans", u.Fans)
+	es, err := d.Outbox.Entries(ctx, []int64{authorID}, math.MaxInt64, d.backfill())
+	if err != nil {
+		return mode, &inboxError{err}
+	}
+	since := d.since()
+	for after := int64(0); ; {
+		ids, err := d.audience(ctx, authorID, after, d.splitSize(), since)
+		if err != nil {
+			return mode, err
+		}
+		for _, e := range es {
+			if err := deliver(ctx, d, OpAdd, e, ids); err != nil {
+				return mode, err
+			}
+		}
+		if len(ids) < d.splitSize() {
+			break
+		}
+		after = ids[len(ids)-1]
+	}
+	if err := d.Social.SetMode(ctx, authorID, feed.PushMode); err != nil {
+		return mode, err
+	}
+	return feed.PushMode, nil
+}
