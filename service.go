@@ -173,6 +173,9 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
+	if err := s.touch(ctx, u.ID); err != nil {
+		return "", err
+	}
 	return token, nil
 }
 

@@ -59,6 +59,8 @@ func newWorld(t *testing.T, followers int) *world {
 		t.Fatal(err)
 	}
 	w := &world{db: db, inbox: &sqlite.Inbox{DB: db}}
+	// Follows enqueue jobs too; until the test's queue exists, drop them.
+	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return nil }
 	now := time.Now()
 	a, err := db.FindOrCreateUser(ctx, "13800000000", "author", now)
 	if err != nil {

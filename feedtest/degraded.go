@@ -84,22 +84,29 @@ func testDegraded(t *testing.T, b *Backend) {
 		t.Fatal("scroll did not end")
 		return nil
 	}
-	down := *w.svc
-	down.Inbox = downInbox{b.Inbox}
-	lost := *w.svc
-	lost.Inbox = &lostInbox{Inbox: b.Inbox, restored: map[int64]bool{}}
+	down := withInbox(w.svc, downInbox{b.Inbox})
+	lost := withInbox(w.svc, &lostInbox{Inbox: b.Inbox, restored: map[int64]bool{}})
 	for _, v := range viewers {
 		for _, size := range []int{1, 7, 50} {
 			want := scrollIDs(w.svc, v, size)
 			if len(want) == 0 {
 				t.Fatalf("viewer %d has an empty feed", v)
 			}
-			if got := scrollIDs(&down, v, size); !slices.Equal(got, want) {
+			if got := scrollIDs(down, v, size); !slices.Equal(got, want) {
 				t.Fatalf("viewer %d size %d: feed served while the inbox is down differs:\n got %v\nwant %v", v, size, got, want)
 			}
-			if got := scrollIDs(&lost, v, size); !slices.Equal(got, want) {
+			if got := scrollIDs(lost, v, size); !slices.Equal(got, want) {
 				t.Fatalf("viewer %d size %d: feed after a rebuild differs:\n got %v\nwant %v", v, size, got, want)
 			}
 		}
+	}
+}
+
+// withInbox returns a service like s reading through ib.
+func withInbox(s *feed.Service, ib feed.Inbox) *feed.Service {
+	return &feed.Service{
+		Users: s.Users, Auth: s.Auth, Posts: s.Posts, Follows: s.Follows, Inbox: ib, Codes: s.Codes,
+		Social: s.Social, Outbox: s.Outbox, ActiveWindow: s.ActiveWindow,
+		Now: s.Now, Rand: s.Rand, PageSize: s.PageSize, InboxCap: s.InboxCap, Log: s.Log,
 	}
 }

@@ -194,7 +194,8 @@ func (w *world) publish(author int64) *feed.Post {
 	return p
 }
 
-// drain runs the pending fan-out jobs and keeps the removals for later.
+// drain runs the pending fan-out jobs, keeps the removals for later and
+// skips the follow jobs.
 func (w *world) drain() {
 	w.t.Helper()
 	for _, j := range w.b.Jobs() {
@@ -206,6 +207,9 @@ func (w *world) drain() {
 			must(w.t, RunJob(w.ctx, w.b, j), "RunJob")
 		case feed.RemoveJob:
 			w.pending = append(w.pending, j)
+		case feed.FollowJob:
+			// The world's follows all happen before its first post: there
+			// is nothing to backfill or remove.
 		default:
 			w.t.Fatalf("unexpected job %#v", j)
 		}

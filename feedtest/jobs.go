@@ -34,6 +34,10 @@ func Audience(ctx context.Context, follows feed.FollowStore, authorID int64) ([]
 
 // RunJob does what a fan-out worker does with one job: a feed.FanoutJob
 // delivers the post's entry to its audience, a feed.RemoveJob removes it.
+// A feed.FollowJob (the backfill or removal of the followee's posts in the
+// follower's inbox) is accepted and ignored: the suites that run jobs this
+// way build their follow graph before any post exists, so there is nothing
+// to backfill; the real worker's behaviour is tested with it.
 func RunJob(ctx context.Context, b *Backend, job any) error {
 	switch j := job.(type) {
 	case feed.FanoutJob:
@@ -48,6 +52,8 @@ func RunJob(ctx context.Context, b *Backend, job any) error {
 			return err
 		}
 		return b.Inbox.Remove(ctx, feed.Entry{PostID: j.PostID, Score: j.Score}, to)
+	case feed.FollowJob:
+		return nil
 	}
 	return fmt.Errorf("feedtest: unknown job %T %#v", job, job)
 }

@@ -18,9 +18,13 @@ type Backend struct {
 	Posts   feed.PostStore
 	Follows feed.FollowStore
 	Inbox   feed.Inbox
-	// Jobs returns the jobs (feed.FanoutJob, feed.RemoveJob values) that the
-	// stores enqueued in their transactions since the last call, and forgets
-	// them.
+	// Social and Outbox are needed by TestSocial and TestHybrid only; the
+	// other suites leave them alone.
+	Social feed.SocialStore
+	Outbox feed.Outbox
+	// Jobs returns the jobs (feed.FanoutJob, feed.RemoveJob, feed.FollowJob
+	// values) that the stores enqueued in their transactions since the last
+	// call, and forgets them.
 	Jobs func() []any
 }
 
@@ -612,49 +616,83 @@ func isFollowing(t testing.TB, b *Backend, a, c int64) bool {
 	return ok
 }
 
+// wantFollowJobs fails t unless the jobs enqueued since the last call are
+// exactly want, in any order.
+func wantFollowJobs(t testing.TB, b *Backend, what string, want ...feed.FollowJob) {
+	t.Helper()
+	got := b.Jobs()
+	key := func(j any) string { return fmt.Sprintf("%#v", j) }
+	g := make([]string, len(got))
+	for i, j := range got {
+		g[i] = key(j)
+	}
+	w := make([]string, len(want))
+	for i, j := range want {
+		w[i] = key(j)
+	}
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("%s enqueued %v, want %v", what, g, w)
+	}
+}
+
 func testFollows(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	now := base()
 	ids := newUsers(t, b, 3, now)
 	a, c, d := ids[0], ids[1], ids[2]
-	follow := func(x, y int64, on bool) {
+	b.Jobs()
+	// follow changes the follow and checks the FollowJob it enqueued: one
+	// when the follow row changed, none when it was already in that state.
+	follow := func(x, y int64, on, changes bool) {
 		t.Helper()
-		must(t, b.Follows.SetFollow(ctx, x, y, on, now), fmt.Sprintf("SetFollow(%d, %d, %v)", x, y, on))
+		what := fmt.Sprintf("SetFollow(%d, %d, %v)", x, y, on)
+		must(t, b.Follows.SetFollow(ctx, x, y, on, now), what)
+		if changes {
+			wantFollowJobs(t, b, what, feed.FollowJob{FollowerID: x, FolloweeID: y, Follow: on})
+		} else {
+			wantFollowJobs(t, b, what+" (no change)")
+		}
 	}
-	follow(a, c, true)
+	follow(a, c, true, true)
 	wantCounts(t, b, a, 0, 1)
 	wantCounts(t, b, c, 1, 0)
 	if !isFollowing(t, b, a, c) || isFollowing(t, b, c, a) {
 		t.Fatalf("IsFollowing after a follows c: a→c %v, c→a %v", isFollowing(t, b, a, c), isFollowing(t, b, c, a))
 	}
-	follow(a, c, true) // idempotent: counted once
+	follow(a, c, true, false) // idempotent: counted once, no second job
 	wantCounts(t, b, a, 0, 1)
 	wantCounts(t, b, c, 1, 0)
-	follow(d, c, true)
-	follow(c, a, true)
+	follow(d, c, true, true)
+	follow(c, a, true, true)
 	wantCounts(t, b, a, 1, 1)
 	wantCounts(t, b, c, 2, 1)
 	wantCounts(t, b, d, 0, 1)
-	follow(a, c, false)
+	follow(a, c, false, true)
 	wantCounts(t, b, a, 1, 0)
 	wantCounts(t, b, c, 1, 1)
 	if isFollowing(t, b, a, c) {
 		t.Fatal("IsFollowing after unfollow = true")
 	}
-	follow(a, c, false) // idempotent: never below zero
-	follow(a, d, false) // never followed
+	follow(a, c, false, false) // idempotent: never below zero
+	follow(a, d, false, false) // never followed
 	wantCounts(t, b, a, 1, 0)
 	wantCounts(t, b, c, 1, 1)
 	wantCounts(t, b, d, 0, 1)
 
 	missing := d + 1000
 	wantCode(t, b.Follows.SetFollow(ctx, a, missing, true, now), feed.ENOTFOUND, "SetFollow of a missing user")
+	wantNoJobs(t, b, "a refused SetFollow")
+	wantCode(t, b.Follows.SetFollow(ctx, a, missing, false, now), feed.ENOTFOUND, "SetFollow(false) of a missing user")
+	wantNoJobs(t, b, "a refused SetFollow")
 	wantCounts(t, b, a, 1, 0)
 	if isFollowing(t, b, a, missing) {
 		t.Fatal("a refused SetFollow left a follow behind")
 	}
 
-	// Concurrent follows of one pair count once; concurrent unfollows too.
+	// Concurrent follows of one pair count once and enqueue one job;
+	// concurrent unfollows too.
 	for _, on := range []bool{true, false} {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -672,6 +710,7 @@ func testFollows(t *testing.T, b *Backend) {
 		}
 		wantCounts(t, b, a, 1+n, 0)
 		wantCounts(t, b, d, 0, 1+n)
+		wantFollowJobs(t, b, fmt.Sprintf("8 concurrent SetFollow(%v)", on), feed.FollowJob{FollowerID: d, FolloweeID: a, Follow: on})
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -52,9 +54,10 @@ func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []any) {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db,
-		Inbox: &postgres.Inbox{DB: db},
-		Jobs:  jobs,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
+		Inbox:  &postgres.Inbox{DB: db},
+		Outbox: &postgres.Outbox{DB: db},
+		Jobs:   jobs,
 	}
 }
 
@@ -65,6 +68,8 @@ func TestInbox(t *testing.T) {
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
 
 func TestFeed(t *testing.T) { feedtest.TestFeed(t, openBackend) }
+
+func TestSocial(t *testing.T) { feedtest.TestSocial(t, openBackend) }
 
 // TestEnqueueInTransaction checks that a post whose job cannot be enqueued
 // is not committed, and that a store without a queue refuses to publish.
@@ -136,11 +141,15 @@ func TestOpenConcurrentAndMigrateAgain(t *testing.T) {
 	if err := db.MigrateRiver(ctx); err != nil {
 		t.Fatalf("migrate river again: %v", err)
 	}
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("migration files %v, %v", files, err)
+	}
 	var applied int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&applied); err != nil {
 		t.Fatal(err)
-	} else if applied != 1 {
-		t.Fatalf("feedd_migrations has %d rows, want 1", applied)
+	} else if applied != len(files) {
+		t.Fatalf("feedd_migrations has %d rows, want %d", applied, len(files))
 	}
 	var river bool
 	if err := db.Pool.QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&river); err != nil {
@@ -351,5 +360,49 @@ func TestFindOrCreateUserConcurrent(t *testing.T) {
 		if id != ids[0] || id == 0 {
 			t.Fatalf("ids %v: want one user", ids)
 		}
+	}
+}
+
+// A database created before 002_social.sql keeps its users: they come out
+// in push mode, active since their creation.
+func TestMigrateSocial(t *testing.T) {
+	ctx := t.Context()
+	url := testenv.PostgresURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	init, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, string(init)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+		INSERT INTO feedd_migrations (name) VALUES ('migrations/001_init.sql');
+		INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456);
+		INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789);
+		UPDATE users SET fans = 1 WHERE id = 2; UPDATE users SET followee = 1 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	users, err := db.Users(ctx, []int64{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, created := range map[int64]int64{1: 1700000000123, 2: 1700000000456} {
+		u := users[id]
+		if u == nil || u.Mode != feed.PushMode || u.ActiveAt.UnixMilli() != created || u.CreatedAt.UnixMilli() != created {
+			t.Fatalf("user %d after the migration: %+v", id, u)
+		}
+	}
+	if ids, err := db.Following(ctx, 1, 0, 10); err != nil || len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("Following(1) after the migration = %v, %v", ids, err)
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,21 +18,24 @@ var (
 	_ feed.AuthStore   = (*DB)(nil)
 	_ feed.PostStore   = (*DB)(nil)
 	_ feed.FollowStore = (*DB)(nil)
+	_ feed.SocialStore = (*DB)(nil)
 )
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // ---- users
 
-const userCols = `id, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+const userCols = `id, mode, active_at, phone, nick_name, icon, city, introduce, fans, followee, created_at`
 
 func scanUser(row pgx.Row) (*feed.User, error) {
 	var u feed.User
-	var created int64
-	if err := row.Scan(&u.ID, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
+	var mode int16
+	var active, created int64
+	if err := row.Scan(&u.ID, &mode, &active, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
 		return nil, err
 	}
-	u.CreatedAt = time.UnixMilli(created)
+	u.Mode = feed.Mode(mode)
+	u.ActiveAt, u.CreatedAt = time.UnixMilli(active), time.UnixMilli(created)
 	return &u, nil
 }
 
@@ -43,7 +47,7 @@ func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now 
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return u, err
 	}
-	u, err = scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users (phone, nick_name, created_at) VALUES ($1, $2, $3)
+	u, err = scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users (phone, nick_name, created_at, active_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (phone) DO NOTHING RETURNING `+userCols, phone, nickName, ms(now)))
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return u, err
@@ -390,22 +394,30 @@ func (db *DB) FeedEntries(ctx context.Context, userID, max int64, offset, limit 
 
 // ---- follows
 
-// SetFollow implements feed.FollowStore. Only a call whose INSERT or DELETE
-// changed the follow row moves the counters, in the same transaction, so
-// concurrent calls cannot double count. The two users' rows are updated in
-// id order, so A following B while B follows A cannot deadlock.
+// SetFollow implements feed.FollowStore. A follow between users where
+// either blocks the other is refused; an unfollow never is.
+//
+// The two users' rows are locked first, in id order (lockPair), as SetBlock
+// locks them: a follow racing a block of the same pair waits for it and then
+// sees the block, so no follow outlives a block; A following B while B
+// follows A cannot deadlock; and every writer of follows locks the users
+// before the follow row. Only a call whose INSERT or DELETE changed the
+// follow row moves the counters and enqueues a feed.FollowJob, in the same
+// transaction, so concurrent calls cannot double count.
 func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, followeeID).Scan(&exists); err != nil {
+		if err := lockPair(ctx, tx, followerID, followeeID); err != nil {
 			return err
-		} else if !exists {
-			return feed.ErrNotFound("user")
 		}
 		var tag pgconn.CommandTag
 		var err error
 		delta := 1
 		if follow {
+			if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
+				return err
+			} else if blocked {
+				return errFollowBlocked
+			}
 			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES ($1, $2, $3)
 				ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
 		} else {
@@ -418,23 +430,48 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 		if tag.RowsAffected() == 0 {
 			return nil // already in that state
 		}
-		updateFollowee := func() error {
-			_, err := tx.Exec(ctx, `UPDATE users SET followee = followee + $1 WHERE id = $2`, delta, followerID)
+		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
 			return err
 		}
-		updateFans := func() error {
-			_, err := tx.Exec(ctx, `UPDATE users SET fans = fans + $1 WHERE id = $2`, delta, followeeID)
-			return err
-		}
-		first, second := updateFollowee, updateFans
-		if followeeID < followerID {
-			first, second = updateFans, updateFollowee
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		return second()
+		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
 	})
+}
+
+// errFollowBlocked refuses a follow between users where one blocks the other.
+var errFollowBlocked = feed.Errorf(feed.EFORBIDDEN, "you cannot follow this user")
+
+// lockPair locks the rows of users actor and target (FOR NO KEY UPDATE: the
+// lock the counter updates take anyway, which does not block inserts of rows
+// referencing the users) in id order, and returns ENOTFOUND if target does
+// not exist. Everything that changes follows or blocks takes it first.
+func lockPair(ctx context.Context, tx pgx.Tx, actor, target int64) error {
+	ids, err := scanIDs(tx.Query(ctx, `SELECT id FROM users WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, []int64{actor, target}))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(ids, target) {
+		return feed.ErrNotFound("user")
+	}
+	return nil
+}
+
+// eitherBlocks reports whether a blocks b or b blocks a: two primary-key
+// lookups.
+func eitherBlocks(ctx context.Context, tx pgx.Tx, a, b int64) (bool, error) {
+	var blocked bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
+		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1)`, a, b).Scan(&blocked)
+	return blocked, err
+}
+
+// addFollowCounts moves the counters of one follow that was added (delta 1)
+// or removed (delta -1). The caller holds both rows' locks (lockPair).
+func addFollowCounts(ctx context.Context, tx pgx.Tx, followerID, followeeID int64, delta int) error {
+	if _, err := tx.Exec(ctx, `UPDATE users SET followee = followee + $1 WHERE id = $2`, delta, followerID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE users SET fans = fans + $1 WHERE id = $2`, delta, followeeID)
+	return err
 }
 
 // IsFollowing implements feed.FollowStore.

@@ -32,9 +32,11 @@ type DB struct {
 	Write *sql.DB
 	Read  *sql.DB
 
-	// Enqueue inserts durable jobs (feed.FanoutJob, feed.RemoveJob) in tx.
-	// It is set by the wiring once the queue exists; a store without it
-	// refuses to publish, so no post is ever committed without its job.
+	// Enqueue inserts durable jobs (feed.FanoutJob, feed.RemoveJob,
+	// feed.FollowJob) in tx. It is set by the wiring once the queue exists;
+	// a store without it refuses every change that needs a job (a post, a
+	// delete, a follow or unfollow that changes the graph, a block that
+	// removes follows), so none is ever committed without its job.
 	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...any) error
 }
 

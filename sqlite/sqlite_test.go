@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -40,8 +42,9 @@ func openBackend(t *testing.T) *feedtest.Backend {
 		return nil
 	}
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db,
-		Inbox: &sqlite.Inbox{DB: db},
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
+		Inbox:  &sqlite.Inbox{DB: db},
+		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []any {
 			mu.Lock()
 			defer mu.Unlock()
@@ -59,6 +62,8 @@ func TestInbox(t *testing.T) {
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
 
 func TestFeed(t *testing.T) { feedtest.TestFeed(t, openBackend) }
+
+func TestSocial(t *testing.T) { feedtest.TestSocial(t, openBackend) }
 
 // TestEnqueueInTransaction checks that a post whose job cannot be enqueued
 // is not committed, and that a store without a queue refuses to publish.
@@ -94,5 +99,55 @@ func TestEnqueueInTransaction(t *testing.T) {
 	}
 	if _, err := db.Post(ctx, p.ID); err != nil {
 		t.Fatalf("the post is gone after a DeletePost whose job failed: %v", err)
+	}
+}
+
+// A database created before 002_social.sql keeps its users: they come out
+// in push mode, active since their creation.
+func TestMigrateSocial(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "feedd.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(init),
+		`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`,
+		`INSERT INTO feedd_migrations (name) VALUES ('migrations/001_init.sql')`,
+		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456)`,
+		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789)`,
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	users, err := db.Users(ctx, []int64{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, created := range map[int64]int64{1: 1700000000123, 2: 1700000000456} {
+		u := users[id]
+		if u == nil || u.Mode != feed.PushMode || u.ActiveAt.UnixMilli() != created || u.CreatedAt.UnixMilli() != created {
+			t.Fatalf("user %d after the migration: %+v", id, u)
+		}
+	}
+	if ids, err := db.Following(ctx, 1, 0, 10); err != nil || len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("Following(1) after the migration = %v, %v", ids, err)
+	}
+	var n int
+	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("feedd_migrations has %d rows (%v), want 2", n, err)
 	}
 }

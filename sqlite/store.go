@@ -15,23 +15,25 @@ var (
 	_ feed.AuthStore   = (*DB)(nil)
 	_ feed.PostStore   = (*DB)(nil)
 	_ feed.FollowStore = (*DB)(nil)
+	_ feed.SocialStore = (*DB)(nil)
 )
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // ---- users
 
-const userCols = `id, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+const userCols = `id, mode, active_at, phone, nick_name, icon, city, introduce, fans, followee, created_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanUser(s scanner) (*feed.User, error) {
 	var u feed.User
-	var created int64
-	if err := s.Scan(&u.ID, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
+	var mode, active, created int64
+	if err := s.Scan(&u.ID, &mode, &active, &u.Phone, &u.NickName, &u.Icon, &u.City, &u.Introduce, &u.Fans, &u.Followee, &created); err != nil {
 		return nil, err
 	}
-	u.CreatedAt = time.UnixMilli(created)
+	u.Mode = feed.Mode(mode)
+	u.ActiveAt, u.CreatedAt = time.UnixMilli(active), time.UnixMilli(created)
 	return &u, nil
 }
 
@@ -39,7 +41,7 @@ func scanUser(s scanner) (*feed.User, error) {
 func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now time.Time) (*feed.User, error) {
 	var u *feed.User
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO users (phone, nick_name, created_at) VALUES (?, ?, ?) ON CONFLICT (phone) DO NOTHING`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO users (phone, nick_name, created_at, active_at) VALUES (?1, ?2, ?3, ?3) ON CONFLICT (phone) DO NOTHING`,
 			phone, nickName, ms(now)); err != nil {
 			return err
 		}
@@ -357,19 +359,24 @@ func scanIDs(rows *sql.Rows, err error) ([]int64, error) {
 
 // ---- follows
 
-// SetFollow implements feed.FollowStore.
+// SetFollow implements feed.FollowStore. A follow between users where
+// either blocks the other is refused; an unfollow never is. Only a call whose
+// INSERT or DELETE changed the follow row moves the counters and enqueues a
+// feed.FollowJob, in the same transaction.
 func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE id = ?`, followeeID).Scan(&n); err != nil {
+		if err := userExists(ctx, tx, followeeID); err != nil {
 			return err
-		} else if n == 0 {
-			return feed.ErrNotFound("user")
 		}
 		var res sql.Result
 		var err error
 		delta := 1
 		if follow {
+			if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
+				return err
+			} else if blocked {
+				return errFollowBlocked
+			}
 			res, err = tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
 		} else {
 			delta = -1
@@ -381,12 +388,44 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 		if k, _ := res.RowsAffected(); k == 0 {
 			return nil // already in that state
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET followee = followee + ? WHERE id = ?`, delta, followerID); err != nil {
+		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE users SET fans = fans + ? WHERE id = ?`, delta, followeeID)
-		return err
+		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
 	})
+}
+
+// errFollowBlocked refuses a follow between users where one blocks the other.
+var errFollowBlocked = feed.Errorf(feed.EFORBIDDEN, "you cannot follow this user")
+
+// userExists returns ENOTFOUND unless user id exists.
+func userExists(ctx context.Context, tx *sql.Tx, id int64) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE id = ?`, id).Scan(&n); err != nil {
+		return err
+	} else if n == 0 {
+		return feed.ErrNotFound("user")
+	}
+	return nil
+}
+
+// eitherBlocks reports whether a blocks b or b blocks a: two primary-key
+// lookups.
+func eitherBlocks(ctx context.Context, tx *sql.Tx, a, b int64) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM blocks WHERE user_id = ?1 AND blocked_id = ?2)
+		+ (SELECT count(*) FROM blocks WHERE user_id = ?2 AND blocked_id = ?1)`, a, b).Scan(&n)
+	return n > 0, err
+}
+
+// addFollowCounts moves the counters of one follow that was added (delta 1)
+// or removed (delta -1).
+func addFollowCounts(ctx context.Context, tx *sql.Tx, followerID, followeeID int64, delta int) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET followee = followee + ? WHERE id = ?`, delta, followerID); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE users SET fans = fans + ? WHERE id = ?`, delta, followeeID)
+	return err
 }
 
 // IsFollowing implements feed.FollowStore.

@@ -132,6 +132,7 @@ type stores interface {
 	feed.AuthStore
 	feed.PostStore
 	feed.FollowStore
+	feed.SocialStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -152,6 +153,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 
 	var st stores
 	var inbox feed.Inbox
+	var outbox feed.Outbox // the posts index in SQL
 	var deps = &fanout.Deps{BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit}
 	if c.databaseURL != "" {
 		db, err := postgres.Open(ctx, c.databaseURL)
@@ -159,7 +161,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("open PostgreSQL: %w", err)
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
-		st, inbox = db, &postgres.Inbox{DB: db}
+		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
 		q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 		if err != nil {
@@ -177,7 +179,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox = db, &sqlite.Inbox{DB: db}
+		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
 		a.health = db.Read.PingContext
 		qcfg.PollInterval = c.pollInterval
 		q, err := fanout.New(driver, qcfg, deps)
@@ -192,6 +194,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if rdb := redisClient(c); rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
 		inbox = redis.NewInbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap})
+		outbox = redis.NewOutbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}, outbox)
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
@@ -205,10 +208,12 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return dbHealth(ctx)
 		}
 	}
-	deps.Follows, deps.Inbox = st, inbox
+	active := time.Duration(c.activeDays) * 24 * time.Hour
+	deps.Follows, deps.Inbox, deps.Users, deps.Social, deps.Outbox = st, inbox, st, st, outbox
+	deps.PullThreshold, deps.Backfill, deps.InboxCap, deps.ActiveWindow, deps.Now = c.pullAt, c.backfill, c.inboxCap, active, clock
 	a.service = &feed.Service{
-		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox,
-		Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
+		ActiveWindow: active, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 	}
 	return a, nil
 }

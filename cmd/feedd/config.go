@@ -31,6 +31,9 @@ type config struct {
 	redisCluster string
 	redisPrefix  string
 	inboxCap     int
+	pullAt       int
+	activeDays   int
+	backfill     int
 }
 
 // newFlagSet declares every flag with its FEED_* environment fallback.
@@ -69,6 +72,9 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
 	str(&c.redisPrefix, "redis-prefix", "FEED_REDIS_PREFIX", "", "prefix of every Redis key, to share one Redis between deployments")
 	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", 800, "entries kept in each inbox")
+	num(&c.pullAt, "pull-threshold", "FEED_PULL_THRESHOLD", 10000, "authors with at least this many followers are not fanned out; readers merge their posts (0: never)")
+	num(&c.activeDays, "active-days", "FEED_ACTIVE_DAYS", 30, "followers idle this many days are skipped by fan-out and regenerated on return (0: never skip)")
+	num(&c.backfill, "backfill", "FEED_BACKFILL", 200, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	return fs
@@ -100,6 +106,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--page-size must be from 1 to 50")
 	case c.redisURL != "" && c.redisCluster != "":
 		return nil, fmt.Errorf("set --redis-url or --redis-cluster, not both")
+	case c.pullAt < 0 || c.activeDays < 0 || c.backfill < 0:
+		return nil, fmt.Errorf("--pull-threshold, --active-days and --backfill must not be negative")
 	case c.inboxCap < 1:
 		return nil, fmt.Errorf("--inbox-cap must be at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1:

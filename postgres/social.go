@@ -1,0 +1,187 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	feed "github.com/feedd/feedd"
+)
+
+// ---- mutes and blocks
+
+// SetMute implements feed.SocialStore.
+func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, now time.Time) error {
+	if userID == targetID {
+		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, targetID).Scan(&exists); err != nil {
+			return err
+		} else if !exists {
+			return feed.ErrNotFound("user")
+		}
+		var err error
+		if mute {
+			_, err = tx.Exec(ctx, `INSERT INTO mutes (user_id, muted_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
+		} else {
+			_, err = tx.Exec(ctx, `DELETE FROM mutes WHERE user_id = $1 AND muted_id = $2`, userID, targetID)
+		}
+		return err
+	})
+}
+
+// SetBlock implements feed.SocialStore. Blocking deletes the follows of the
+// pair in both directions, moves the counters of each follow it deleted and
+// enqueues one feed.FollowJob (Follow false) for it, all in one transaction.
+// It locks the pair's user rows first, as SetFollow does, so a follow racing
+// the block either commits first (and is deleted here) or waits and is
+// refused, and concurrent blocks and unfollows never double count.
+func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error {
+	if userID == targetID {
+		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+	}
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockPair(ctx, tx, userID, targetID); err != nil {
+			return err
+		}
+		if !block {
+			_, err := tx.Exec(ctx, `DELETE FROM blocks WHERE user_id = $1 AND blocked_id = $2`, userID, targetID)
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
+			return err
+		}
+		var jobs []any
+		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
+			tag, err := tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, f[0], f[1])
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				continue
+			}
+			if err := addFollowCounts(ctx, tx, f[0], f[1], -1); err != nil {
+				return err
+			}
+			jobs = append(jobs, feed.FollowJob{FollowerID: f[0], FolloweeID: f[1], Follow: false})
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		return db.enqueue(ctx, tx, jobs...)
+	})
+}
+
+// Muted implements feed.SocialStore.
+func (db *DB) Muted(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT muted_id FROM mutes WHERE user_id = $1 AND muted_id > $2
+		ORDER BY muted_id LIMIT $3`, userID, after, limit))
+}
+
+// Blocked implements feed.SocialStore.
+func (db *DB) Blocked(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT blocked_id FROM blocks WHERE user_id = $1 AND blocked_id > $2
+		ORDER BY blocked_id LIMIT $3`, userID, after, limit))
+}
+
+// ---- follow lists
+
+// Followers implements feed.SocialStore.
+func (db *DB) Followers(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return db.FollowersAfter(ctx, userID, after, limit)
+}
+
+// Following implements feed.SocialStore.
+func (db *DB) Following(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT followee_id FROM follows WHERE follower_id = $1 AND followee_id > $2
+		ORDER BY followee_id LIMIT $3`, userID, after, limit))
+}
+
+// ---- the feed's audience
+
+// Visible implements feed.SocialStore: one statement, primary-key lookups
+// per author.
+func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (map[int64]bool, error) {
+	out := make(map[int64]bool, len(authorIDs))
+	if len(authorIDs) == 0 {
+		return out, nil
+	}
+	ids, err := scanIDs(db.Pool.Query(ctx, `SELECT DISTINCT a FROM unnest($2::bigint[]) AS t(a)
+		WHERE (a = $1 OR EXISTS (SELECT 1 FROM follows WHERE follower_id = $1 AND followee_id = a))
+		AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = a)`, viewerID, authorIDs))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
+// PullFollowees implements feed.SocialStore. The planner can start from the
+// viewer's follows or from the few authors not in push mode (users_pull).
+func (db *DB) PullFollowees(ctx context.Context, viewerID int64) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
+		WHERE f.follower_id = $1 AND u.mode <> 0 ORDER BY f.followee_id`, viewerID))
+}
+
+// SetMode implements feed.SocialStore. ENOTFOUND if authorID does not exist,
+// EINVALID for a mode feed does not define.
+func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error {
+	if err := validMode(mode); err != nil {
+		return err
+	}
+	tag, err := db.Pool.Exec(ctx, `UPDATE users SET mode = $1 WHERE id = $2`, int16(mode), authorID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return feed.ErrNotFound("user")
+	}
+	return nil
+}
+
+func validMode(m feed.Mode) error {
+	switch m {
+	case feed.PushMode, feed.PullMode, feed.LeavingPullMode:
+		return nil
+	}
+	return feed.Errorf(feed.EINVALID, "unknown mode %d", int(m))
+}
+
+// Touch implements feed.SocialStore in one statement: cur reads the stored
+// time, upd writes now only where it is older than now-interval (a user
+// active within the interval costs no write and no row lock). Both see the
+// statement's snapshot; when a concurrent Touch updated the row first, upd
+// waits for it, rechecks the new row and leaves it, and cur still shows the
+// old time: that case (stale but not updated) is read again, so of
+// concurrent touches only the one that wrote sees the old time.
+// ENOTFOUND if userID does not exist.
+func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval time.Duration) (time.Time, error) {
+	stale := ms(now.Add(-interval))
+	var prev int64
+	var updated bool
+	err := db.Pool.QueryRow(ctx, `WITH cur AS (SELECT active_at FROM users WHERE id = $1),
+		upd AS (UPDATE users SET active_at = $2 WHERE id = $1 AND active_at < $3 RETURNING 1)
+		SELECT cur.active_at, EXISTS (SELECT 1 FROM upd) FROM cur`, userID, ms(now), stale).Scan(&prev, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, feed.ErrNotFound("user")
+	} else if err != nil {
+		return time.Time{}, err
+	}
+	if !updated && prev < stale {
+		if err := db.Pool.QueryRow(ctx, `SELECT active_at FROM users WHERE id = $1`, userID).Scan(&prev); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return time.UnixMilli(prev), nil
+}
+
+// ActiveFollowersAfter implements feed.SocialStore: FollowersAfter's scan of
+// follows_followee, each follower checked by primary key.
+func (db *DB) ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT f.follower_id FROM follows f JOIN users u ON u.id = f.follower_id
+		WHERE f.followee_id = $1 AND f.follower_id > $2 AND u.active_at >= $3
+		ORDER BY f.follower_id LIMIT $4`, followeeID, after, ms(since), limit))
+}

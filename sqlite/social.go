@@ -1,0 +1,185 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+// ---- mutes and blocks
+
+// SetMute implements feed.SocialStore.
+func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, now time.Time) error {
+	if userID == targetID {
+		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
+	}
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if err := userExists(ctx, tx, targetID); err != nil {
+			return err
+		}
+		var err error
+		if mute {
+			_, err = tx.ExecContext(ctx, `INSERT INTO mutes (user_id, muted_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
+		} else {
+			_, err = tx.ExecContext(ctx, `DELETE FROM mutes WHERE user_id = ? AND muted_id = ?`, userID, targetID)
+		}
+		return err
+	})
+}
+
+// SetBlock implements feed.SocialStore. Blocking deletes the follows of the
+// pair in both directions, moves the counters of each follow it deleted and
+// enqueues one feed.FollowJob (Follow false) for it, all in one transaction.
+func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error {
+	if userID == targetID {
+		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+	}
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if err := userExists(ctx, tx, targetID); err != nil {
+			return err
+		}
+		if !block {
+			_, err := tx.ExecContext(ctx, `DELETE FROM blocks WHERE user_id = ? AND blocked_id = ?`, userID, targetID)
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
+			return err
+		}
+		var jobs []any
+		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
+			res, err := tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, f[0], f[1])
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				continue
+			}
+			if err := addFollowCounts(ctx, tx, f[0], f[1], -1); err != nil {
+				return err
+			}
+			jobs = append(jobs, feed.FollowJob{FollowerID: f[0], FolloweeID: f[1], Follow: false})
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		return db.enqueue(ctx, tx, jobs...)
+	})
+}
+
+// Muted implements feed.SocialStore.
+func (db *DB) Muted(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT muted_id FROM mutes WHERE user_id = ? AND muted_id > ?
+		ORDER BY muted_id LIMIT ?`, userID, after, limit))
+}
+
+// Blocked implements feed.SocialStore.
+func (db *DB) Blocked(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT blocked_id FROM blocks WHERE user_id = ? AND blocked_id > ?
+		ORDER BY blocked_id LIMIT ?`, userID, after, limit))
+}
+
+// ---- follow lists
+
+// Followers implements feed.SocialStore.
+func (db *DB) Followers(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return db.FollowersAfter(ctx, userID, after, limit)
+}
+
+// Following implements feed.SocialStore.
+func (db *DB) Following(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT followee_id FROM follows WHERE follower_id = ? AND followee_id > ?
+		ORDER BY followee_id LIMIT ?`, userID, after, limit))
+}
+
+// ---- the feed's audience
+
+// Visible implements feed.SocialStore: one statement, primary-key lookups
+// per author.
+func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (map[int64]bool, error) {
+	out := make(map[int64]bool, len(authorIDs))
+	if len(authorIDs) == 0 {
+		return out, nil
+	}
+	ids, err := scanIDs(db.Read.QueryContext(ctx, `SELECT DISTINCT a.value FROM json_each(?2) a
+		WHERE (a.value = ?1 OR EXISTS (SELECT 1 FROM follows WHERE follower_id = ?1 AND followee_id = a.value))
+		AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = a.value)`, viewerID, idList(authorIDs)))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
+// PullFollowees implements feed.SocialStore: the viewer's follows by primary
+// key, each followee's mode by the users primary key.
+func (db *DB) PullFollowees(ctx context.Context, viewerID int64) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
+		WHERE f.follower_id = ? AND u.mode <> 0 ORDER BY f.followee_id`, viewerID))
+}
+
+// SetMode implements feed.SocialStore. ENOTFOUND if authorID does not exist,
+// EINVALID for a mode feed does not define.
+func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error {
+	if err := validMode(mode); err != nil {
+		return err
+	}
+	res, err := db.Write.ExecContext(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
+	if err != nil {
+		return err
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return feed.ErrNotFound("user")
+	}
+	return nil
+}
+
+func validMode(m feed.Mode) error {
+	switch m {
+	case feed.PushMode, feed.PullMode, feed.LeavingPullMode:
+		return nil
+	}
+	return feed.Errorf(feed.EINVALID, "unknown mode %d", int(m))
+}
+
+// Touch implements feed.SocialStore. A user active within interval costs one
+// read on the read pool and no write; otherwise the stored time is read again
+// and updated in one write transaction (SQLite has one writer, so concurrent
+// touches are serialised there and exactly one of them sees the old time).
+// ENOTFOUND if userID does not exist.
+func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval time.Duration) (time.Time, error) {
+	stale := ms(now.Add(-interval))
+	var prev int64
+	err := db.Read.QueryRowContext(ctx, `SELECT active_at FROM users WHERE id = ?`, userID).Scan(&prev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, feed.ErrNotFound("user")
+	} else if err != nil {
+		return time.Time{}, err
+	}
+	if prev >= stale {
+		return time.UnixMilli(prev), nil
+	}
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT active_at FROM users WHERE id = ?`, userID).Scan(&prev); err != nil {
+			return err
+		}
+		if prev >= stale {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE users SET active_at = ? WHERE id = ?`, ms(now), userID)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(prev), nil
+}
+
+// ActiveFollowersAfter implements feed.SocialStore: FollowersAfter's scan of
+// follows_followee, each follower checked by primary key.
+func (db *DB) ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error) {
+	return scanIDs(db.Read.QueryContext(ctx, `SELECT f.follower_id FROM follows f JOIN users u ON u.id = f.follower_id
+		WHERE f.followee_id = ? AND f.follower_id > ? AND u.active_at >= ?
+		ORDER BY f.follower_id LIMIT ?`, followeeID, after, ms(since), limit))
+}
