@@ -54,6 +54,28 @@ type Entry struct {
 	Score  int64
 }
 
+// Bound is where a read of a feed starts: the entries with a score below
+// Max, and those with score Max and a post id below BeforeID (all of them
+// when BeforeID is 0). AtMost(max) admits the whole millisecond max (the
+// compatible cursor); After(c) admits exactly the entries after cursor c in
+// feed order (the native cursor). A read is one atomic call, so a keyset
+// bound stays exact whatever changes between two reads.
+type Bound struct {
+	Max      int64
+	BeforeID int64
+}
+
+// AtMost is the bound of the entries with score at most max.
+func AtMost(max int64) Bound { return Bound{Max: max} }
+
+// After is the bound of the entries after c in feed order.
+func After(c Entry) Bound { return Bound{Max: c.Score, BeforeID: c.PostID} }
+
+// Admits reports whether e is within b.
+func (b Bound) Admits(e Entry) bool {
+	return e.Score < b.Max || (e.Score == b.Max && (b.BeforeID == 0 || e.PostID < b.BeforeID))
+}
+
 // Before reports whether e comes before o in feed order: score descending,
 // then post id descending.
 func (e Entry) Before(o Entry) bool {
@@ -79,9 +101,9 @@ type Inbox interface {
 	// not an error.
 	Remove(ctx context.Context, e Entry, userIDs []int64) error
 
-	// Page returns at most limit entries of userID's inbox whose score is at
-	// most max, in feed order, after skipping the first offset of them.
-	Page(ctx context.Context, userID int64, max int64, offset, limit int) ([]Entry, error)
+	// Page returns at most limit entries of userID's inbox within b, in
+	// feed order, after skipping the first offset of them. One atomic read.
+	Page(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error)
 
 	// Trim keeps the newest cap entries of userID's inbox and drops the rest.
 	Trim(ctx context.Context, userID int64, cap int) error
@@ -151,10 +173,10 @@ type PostStore interface {
 	LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error)
 	// FeedEntries computes userID's feed from the source of truth (pull):
 	// the posts of userID and of everyone userID follows, as inbox entries
-	// with score at most max, in feed order, after skipping offset, at most
-	// limit. It is what fan-out would have put in the inbox, and serves
-	// rebuilds and reads while the inbox store is down.
-	FeedEntries(ctx context.Context, userID, max int64, offset, limit int) ([]Entry, error)
+	// within b, in feed order, after skipping offset, at most limit. It is
+	// what fan-out would have put in the inbox, and serves rebuilds and
+	// reads while the inbox store is down.
+	FeedEntries(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error)
 }
 
 // FollowStore persists the follow graph.

@@ -487,7 +487,7 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 	}
 	max, skip := lastID, offset
 	for range maxEmptyPages {
-		entries, err := s.streamPage(ctx, userID, max, skip, size)
+		entries, err := s.streamPage(ctx, userID, AtMost(max), skip, size)
 		if err != nil {
 			return nil, err
 		}
@@ -516,16 +516,16 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 // source of truth first; an inbox store that fails (Redis down) is bypassed:
 // the page is computed from the database with the same order and cursor, so
 // the feed degrades instead of failing.
-func (s *Service) inboxPage(ctx context.Context, userID, max int64, skip, size int) ([]Entry, error) {
-	entries, err := s.Inbox.Page(ctx, userID, max, skip, size)
+func (s *Service) inboxPage(ctx context.Context, userID int64, b Bound, skip, size int) ([]Entry, error) {
+	entries, err := s.Inbox.Page(ctx, userID, b, skip, size)
 	if errors.Is(err, ErrInboxLost) {
 		if err = s.RebuildInbox(ctx, userID); err == nil {
-			entries, err = s.Inbox.Page(ctx, userID, max, skip, size)
+			entries, err = s.Inbox.Page(ctx, userID, b, skip, size)
 		}
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log().Warn("inbox unavailable; feed served from the database", "user_id", userID, "error", err)
-		return s.Posts.FeedEntries(ctx, userID, max, skip, size)
+		return s.Posts.FeedEntries(ctx, userID, b, skip, size)
 	}
 	return entries, err
 }
@@ -534,7 +534,7 @@ func (s *Service) inboxPage(ctx context.Context, userID, max int64, skip, size i
 // their feed, computed from the source of truth: the inbox fan-out would
 // have produced. Deliveries that race it are kept (Restore merges).
 func (s *Service) RebuildInbox(ctx context.Context, userID int64) error {
-	entries, err := s.Posts.FeedEntries(ctx, userID, math.MaxInt64, 0, s.inboxCap())
+	entries, err := s.Posts.FeedEntries(ctx, userID, AtMost(math.MaxInt64), 0, s.inboxCap())
 	if err != nil {
 		return err
 	}
@@ -595,10 +595,10 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 
 // streamPage is a page of userID's feed stream: their inbox merged with the
 // outboxes of the pull-mode authors they follow, in feed order, score at
-// most max, after skipping offset, at most limit. A post both pushed and in
+// within b, after skipping offset, at most limit. A post both pushed and in
 // an outbox (an author crossing the threshold) appears once. The round trips
 // are fixed: the pull-mode followees, the inbox, all outboxes at once.
-func (s *Service) streamPage(ctx context.Context, userID, max int64, offset, limit int) ([]Entry, error) {
+func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
 	var pulls []int64
 	if s.Social != nil && s.Outbox != nil {
 		var err error
@@ -607,13 +607,13 @@ func (s *Service) streamPage(ctx context.Context, userID, max int64, offset, lim
 		}
 	}
 	if len(pulls) == 0 {
-		return s.inboxPage(ctx, userID, max, offset, limit)
+		return s.inboxPage(ctx, userID, b, offset, limit)
 	}
-	in, err := s.inboxPage(ctx, userID, max, 0, offset+limit)
+	in, err := s.inboxPage(ctx, userID, b, 0, offset+limit)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.Outbox.Entries(ctx, pulls, max, offset+limit)
+	out, err := s.Outbox.Entries(ctx, pulls, b, offset+limit)
 	if err != nil {
 		return nil, err
 	}

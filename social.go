@@ -15,10 +15,10 @@ type Outbox interface {
 	Add(ctx context.Context, authorID int64, e Entry) error
 	// Remove forgets a deleted post of authorID. Idempotent.
 	Remove(ctx context.Context, authorID int64, e Entry) error
-	// Entries returns, for every author in authorIDs, their newest (at
-	// most limit) entries with score at most max, all merged in feed order.
-	// One round trip whatever the number of authors.
-	Entries(ctx context.Context, authorIDs []int64, max int64, limit int) ([]Entry, error)
+	// Entries returns, for every author in authorIDs, their first (at most
+	// limit) entries within b, all merged in feed order. One round trip
+	// whatever the number of authors.
+	Entries(ctx context.Context, authorIDs []int64, b Bound, limit int) ([]Entry, error)
 }
 
 // Cursor is a position in a feed: the last entry seen. The next page holds

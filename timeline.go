@@ -83,34 +83,19 @@ func (s *Service) Timeline(ctx context.Context, userID int64, after *Cursor, lim
 	return page, nil
 }
 
-// entriesAfter returns at most n entries of userID's stream strictly after
-// cur in feed order, and whether more may follow. The stream is read by
-// score (at most cur's score), skipping the part of cur's tie group already
-// seen.
+// entriesAfter returns at most n entries of userID's stream after cur in
+// feed order (from the top when cur is nil), in one read of each source,
+// and whether more may follow.
 func (s *Service) entriesAfter(ctx context.Context, userID int64, cur *Cursor, n int) ([]Entry, bool, error) {
-	max := int64(math.MaxInt64)
+	b := AtMost(math.MaxInt64)
 	if cur != nil {
-		max = cur.Score
+		b = After(*cur)
 	}
-	var out []Entry
-	for off := 0; ; {
-		es, err := s.streamPage(ctx, userID, max, off, n)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, e := range es {
-			if cur == nil || cur.Before(e) {
-				out = append(out, e)
-			}
-		}
-		if len(out) >= n {
-			return out[:n], true, nil
-		}
-		if len(es) < n {
-			return out, false, nil
-		}
-		off += len(es)
+	es, err := s.streamPage(ctx, userID, b, 0, n)
+	if err != nil {
+		return nil, false, err
 	}
+	return es, len(es) == n, nil
 }
 
 func (s *Service) social() (SocialStore, error) {

@@ -41,7 +41,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		if mode == feed.PullMode {
 			return nil // merged at read time; nothing to copy
 		}
-		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, math.MaxInt64, d.backfill())
+		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.backfill())
 		if err != nil {
 			return &inboxError{err}
 		}
@@ -52,7 +52,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	}
 	// Unfollow: the followee's posts leave the inbox. An inbox holds at most
 	// InboxCap entries, so the followee's newest InboxCap posts cover it.
-	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, math.MaxInt64, cmp(d.InboxCap, 800))
+	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), cmp(d.InboxCap, 800))
 	if err != nil {
 		return &inboxError{err}
 	}
@@ -111,7 +111,7 @@ func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error
 		}
 	}
 	d.Log.Info("author leaves pull mode", "author_id", authorID, "fans", u.Fans)
-	es, err := d.Outbox.Entries(ctx, []int64{authorID}, math.MaxInt64, d.backfill())
+	es, err := d.Outbox.Entries(ctx, []int64{authorID}, feed.AtMost(math.MaxInt64), d.backfill())
 	if err != nil {
 		return mode, &inboxError{err}
 	}

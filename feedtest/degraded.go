@@ -16,7 +16,7 @@ type downInbox struct{ feed.Inbox }
 
 var errDown = errors.New("inbox store unreachable")
 
-func (downInbox) Page(context.Context, int64, int64, int, int) ([]feed.Entry, error) {
+func (downInbox) Page(context.Context, int64, feed.Bound, int, int) ([]feed.Entry, error) {
 	return nil, errDown
 }
 
@@ -27,7 +27,7 @@ type lostInbox struct {
 	restored map[int64]bool
 }
 
-func (l *lostInbox) Page(ctx context.Context, userID, max int64, offset, limit int) ([]feed.Entry, error) {
+func (l *lostInbox) Page(ctx context.Context, userID int64, max feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	l.mu.Lock()
 	ok := l.restored[userID]
 	l.mu.Unlock()
@@ -57,7 +57,7 @@ func testDegraded(t *testing.T, b *Backend) {
 	viewers := []int64{w.v1, w.v2, w.fan}
 
 	for _, v := range viewers {
-		pulled, err := b.Posts.FeedEntries(w.ctx, v, math.MaxInt64, 0, 10000)
+		pulled, err := b.Posts.FeedEntries(w.ctx, v, feed.AtMost(math.MaxInt64), 0, 10000)
 		must(t, err, "FeedEntries")
 		if want := all(t, b.Inbox, v); !sameEntries(pulled, want) {
 			t.Fatalf("FeedEntries of %d differs from the inbox fan-out built:\n%s", v, diffEntries(pulled, want))

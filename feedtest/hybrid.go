@@ -137,7 +137,7 @@ func (h *hybrid) switchModes() {
 	must(h.t, h.b.Social.SetMode(h.ctx, h.authors[2], feed.PullMode), "SetMode")
 	leaving := h.authors[0]
 	must(h.t, h.b.Social.SetMode(h.ctx, leaving, feed.LeavingPullMode), "SetMode")
-	es, err := h.b.Outbox.Entries(h.ctx, []int64{leaving}, math.MaxInt64, 200)
+	es, err := h.b.Outbox.Entries(h.ctx, []int64{leaving}, feed.AtMost(math.MaxInt64), 200)
 	must(h.t, err, "Outbox.Entries")
 	to, err := Audience(h.ctx, h.b.Follows, leaving)
 	must(h.t, err, "Audience")
@@ -211,8 +211,17 @@ func testHybridNative(t *testing.T, b *Backend) {
 	}()
 	wr := rand.New(rand.NewPCG(h.r.Uint64(), 7))
 	h.t = goroutineTB{t} // the writer must not call FailNow on the test
+	firstPage := make(chan struct{})
 	go func() {
 		defer close(writerDone)
+		// The writer starts once the scroll has begun: posts published
+		// from then on sort before the cursor (newer, or a larger id in the
+		// cursor's millisecond) and must never be returned.
+		select {
+		case <-firstPage:
+		case <-stop:
+			return
+		}
 		switched := false
 		for i := 0; ; i++ {
 			select {
@@ -252,7 +261,9 @@ func testHybridNative(t *testing.T, b *Backend) {
 		h.mu.Unlock()
 		page, err := h.svc.Timeline(h.ctx, h.viewer, cur, limit)
 		must(t, err, "Timeline")
-		pages.Add(1)
+		if pages.Add(1) == 1 {
+			close(firstPage)
+		}
 		if len(page.List) > limit {
 			t.Fatalf("page of %d posts for limit %d", len(page.List), limit)
 		}

@@ -35,7 +35,7 @@ func TestInbox(t *testing.T, open func(t *testing.T) feed.Inbox) {
 // page reads a page and fails t on error.
 func page(t testing.TB, ib feed.Inbox, userID, max int64, offset, limit int) []feed.Entry {
 	t.Helper()
-	es, err := ib.Page(context.Background(), userID, max, offset, limit)
+	es, err := ib.Page(context.Background(), userID, feed.AtMost(max), offset, limit)
 	if err != nil {
 		t.Fatalf("Page(user %d, max %d, offset %d, limit %d): %v", userID, max, offset, limit, err)
 	}
@@ -251,7 +251,7 @@ func testInboxPage(t *testing.T, ib feed.Inbox) {
 	for max := int64(s0 - 1); max <= s0+4; max++ {
 		for offset := 0; offset <= len(order)+1; offset++ {
 			for limit := 1; limit <= len(order)+1; limit++ {
-				want, _ := m.Page(ctx, user, max, offset, limit)
+				want, _ := m.Page(ctx, user, feed.AtMost(max), offset, limit)
 				if got := page(t, ib, user, max, offset, limit); !sameEntries(got, want) {
 					t.Fatalf("Page(max %d, offset %d, limit %d):\n got %s\nwant %s", max, offset, limit, fmtEntries(got), fmtEntries(want))
 				}
@@ -394,7 +394,7 @@ func testInboxRandom(t *testing.T, ib feed.Inbox) {
 			if r.IntN(3) == 0 {
 				offset = 0
 			}
-			want, _ := m.Page(ctx, u, max, offset, limit)
+			want, _ := m.Page(ctx, u, feed.AtMost(max), offset, limit)
 			if got := page(t, ib, u, max, offset, limit); !sameEntries(got, want) {
 				t.Fatalf("operation %d: Page(user %d, max %d, offset %d, limit %d):\n got %s\nwant %s",
 					op, u, max, offset, limit, fmtEntries(got), fmtEntries(want))

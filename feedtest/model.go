@@ -63,10 +63,10 @@ func (m *Model) All(userID int64) []feed.Entry {
 }
 
 // Page implements feed.Inbox.
-func (m *Model) Page(_ context.Context, userID int64, max int64, offset, limit int) ([]feed.Entry, error) {
+func (m *Model) Page(_ context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	out := []feed.Entry{}
 	for _, e := range m.All(userID) {
-		if e.Score > max {
+		if !b.Admits(e) {
 			continue
 		}
 		if offset > 0 {

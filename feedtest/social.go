@@ -668,7 +668,7 @@ func testOutbox(t *testing.T, b *Backend) {
 	b.Jobs()
 	check := func(as []int64, max int64, limit int) {
 		t.Helper()
-		got, err := b.Outbox.Entries(ctx, as, max, limit)
+		got, err := b.Outbox.Entries(ctx, as, feed.AtMost(max), limit)
 		must(t, err, "Outbox.Entries")
 		if want := model.entries(as, max, limit); !sameEntries(got, want) {
 			t.Fatalf("Outbox.Entries(%v, max %d, limit %d):\n got %s\nwant %s", as, max, limit, fmtEntries(got), fmtEntries(want))

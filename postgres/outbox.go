@@ -22,15 +22,16 @@ func (ob *Outbox) Remove(ctx context.Context, authorID int64, e feed.Entry) erro
 // Entries implements feed.Outbox in one statement: for each author (listed
 // once), a LATERAL index range scan of their newest limit posts up to max,
 // then one merge in feed order, as FeedEntries does.
-func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, limit int) ([]feed.Entry, error) {
+func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) ([]feed.Entry, error) {
 	out := []feed.Entry{}
 	if len(authorIDs) == 0 || limit <= 0 {
 		return out, nil
 	}
 	rows, err := ob.DB.Pool.Query(ctx, `SELECT p.created_at, p.id FROM unnest($1::bigint[]) AS a(author)
-		CROSS JOIN LATERAL (SELECT created_at, id FROM posts WHERE user_id = a.author AND created_at <= $2
+		CROSS JOIN LATERAL (SELECT created_at, id FROM posts WHERE user_id = a.author
+			AND created_at <= $2 AND (created_at < $2 OR $4::bigint = 0 OR id < $4)
 			ORDER BY created_at DESC, id DESC LIMIT $3) p
-		ORDER BY p.created_at DESC, p.id DESC`, sortedIDs(authorIDs), max, limit)
+		ORDER BY p.created_at DESC, p.id DESC`, sortedIDs(authorIDs), b.Max, limit, b.BeforeID)
 	if err != nil {
 		return nil, err
 	}

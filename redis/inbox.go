@@ -144,22 +144,41 @@ return removed
 //
 //	KEYS[1] inbox key
 //	ARGV[1] max: the highest score to return (inclusive)
-//	ARGV[2] n: how many entries to read (offset + limit)
+//	ARGV[2] n: how many admitted entries to read (offset + limit)
 //	ARGV[3] the sentinel member
+//	ARGV[4] before: "" to admit the whole millisecond max, else a decimal
+//	        post id: at score max only smaller ids are admitted (a keyset
+//	        bound). The members it excludes are counted (numerically:
+//	        length, then bytes) and that many more entries are read, so
+//	        that n admitted ones remain.
 //
-// Returns nil when the sentinel is missing (a lost inbox). Otherwise
-// {head} or {head, group}: head is the flat member, score list of the first n
+// Returns nil when the sentinel is missing (the inbox is lost). Otherwise
+// {head} or {head, group}: head is the flat member, score list of the first
 // entries with score <= max in Redis order (sentinel excluded); group, sent
 // only when head may have cut the tie group of its last score, lists every
-// member with that score.
+// member with that score. The caller drops the excluded members.
 var pageScript = goredis.NewScript(`
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return false end
 local n = tonumber(ARGV[2])
+local before = ARGV[4]
+if before ~= '' then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])) do
+    if #m > #before or (#m == #before and m >= before) then n = n + 1 end
+  end
+end
 local head = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '(-inf', 'WITHSCORES', 'LIMIT', 0, n)
 if #head < 2 * n then return {head} end
 local s = head[#head]
 return {head, redis.call('ZRANGEBYSCORE', KEYS[1], s, s)}
 `)
+
+// beforeArg is pageScript's ARGV[4] for bound b.
+func beforeArg(b feed.Bound) string {
+	if b.BeforeID == 0 {
+		return ""
+	}
+	return strconv.FormatInt(b.BeforeID, 10)
+}
 
 // Deliver implements feed.Inbox: the whole batch goes in one pipeline (on a
 // Cluster, go-redis splits it into one pipeline per node).
@@ -273,18 +292,18 @@ func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry
 // The script also returns that whole group, which replaces the cut one;
 // sorted numerically, the entries are in feed order and the page is the
 // slice [offset, offset+limit).
-func (ib *Inbox) Page(ctx context.Context, userID int64, max int64, offset, limit int) ([]feed.Entry, error) {
+func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	if offset < 0 || limit <= 0 {
 		return []feed.Entry{}, nil
 	}
 	n := offset + limit
-	res, err := pageScript.Run(ctx, ib.rdb, []string{ib.key(userID)}, max, n, sentinel).Slice()
+	res, err := pageScript.Run(ctx, ib.rdb, []string{ib.key(userID)}, b.Max, n, sentinel, beforeArg(b)).Slice()
 	if errors.Is(err, goredis.Nil) {
 		return nil, feed.ErrInboxLost
 	} else if err != nil {
 		return nil, err
 	}
-	entries, err := parsePage(res)
+	entries, err := parsePage(res, b)
 	if err != nil {
 		return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
 	}
@@ -294,10 +313,10 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, max int64, offset, limi
 	return entries[offset:min(n, len(entries))], nil
 }
 
-// parsePage turns a pageScript reply into entries in feed order: the cut
-// tie group of the last score is replaced by the whole group, and all are
-// sorted numerically.
-func parsePage(res []any) ([]feed.Entry, error) {
+// parsePage turns a pageScript reply into the entries within b in feed
+// order: the cut tie group of the last score is replaced by the whole group,
+// all are sorted numerically, and those b excludes are dropped.
+func parsePage(res []any, b feed.Bound) ([]feed.Entry, error) {
 	head, ok := res[0].([]any)
 	if !ok || len(head)%2 != 0 {
 		return nil, fmt.Errorf("unexpected reply %v", res)
@@ -329,7 +348,7 @@ func parsePage(res []any) ([]feed.Entry, error) {
 		}
 	}
 	slices.SortFunc(entries, compareEntries)
-	return entries, nil
+	return slices.DeleteFunc(entries, func(e feed.Entry) bool { return !b.Admits(e) }), nil
 }
 
 // parseEntry parses a member and (when score is not nil) a score of a reply.

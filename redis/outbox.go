@@ -45,17 +45,17 @@ func (o *Outbox) Remove(ctx context.Context, authorID int64, e feed.Entry) error
 
 // Entries implements feed.Outbox: one pipeline of pageScript calls, one per
 // author; outboxes found lost are rebuilt from Source and read again.
-func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, limit int) ([]feed.Entry, error) {
+func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) ([]feed.Entry, error) {
 	if len(authorIDs) == 0 || limit <= 0 {
 		return []feed.Entry{}, nil
 	}
-	pages, lost, err := o.pages(ctx, authorIDs, max, limit)
+	pages, lost, err := o.pages(ctx, authorIDs, b, limit)
 	if err != nil {
 		return nil, err
 	}
 	if len(lost) > 0 {
 		for _, a := range lost {
-			es, err := o.Source.Entries(ctx, []int64{a}, math.MaxInt64, o.sets.cap)
+			es, err := o.Source.Entries(ctx, []int64{a}, feed.AtMost(math.MaxInt64), o.sets.cap)
 			if err != nil {
 				return nil, err
 			}
@@ -63,7 +63,7 @@ func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, limi
 				return nil, err
 			}
 		}
-		again, stillLost, err := o.pages(ctx, lost, max, limit)
+		again, stillLost, err := o.pages(ctx, lost, b, limit)
 		if err != nil {
 			return nil, err
 		} else if len(stillLost) > 0 {
@@ -79,14 +79,14 @@ func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, limi
 	return all, nil
 }
 
-// pages reads the newest limit entries (score <= max) of each author's
-// outbox in one pipeline; lost lists the authors whose outbox is missing.
-func (o *Outbox) pages(ctx context.Context, authorIDs []int64, max int64, limit int) (pages [][]feed.Entry, lost []int64, err error) {
+// pages reads the first limit entries within b of each author's outbox in
+// one pipeline; lost lists the authors whose outbox is missing.
+func (o *Outbox) pages(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) (pages [][]feed.Entry, lost []int64, err error) {
 	run := func() ([]*goredis.Cmd, error) {
 		cmds := make([]*goredis.Cmd, len(authorIDs))
 		_, err := o.sets.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for i, a := range authorIDs {
-				cmds[i] = pageScript.EvalSha(ctx, p, []string{o.sets.key(a)}, max, limit, sentinel)
+				cmds[i] = pageScript.EvalSha(ctx, p, []string{o.sets.key(a)}, b.Max, limit, sentinel, beforeArg(b))
 			}
 			return nil
 		})
@@ -112,7 +112,7 @@ func (o *Outbox) pages(ctx context.Context, authorIDs []int64, max int64, limit 
 		} else if err != nil {
 			return nil, nil, err
 		}
-		es, err := parsePage(res)
+		es, err := parsePage(res, b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("redis: outbox of %d: %w", authorIDs[i], err)
 		}

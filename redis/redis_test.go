@@ -103,7 +103,7 @@ func forEachServer(t *testing.T, f func(t *testing.T, open func(t testing.TB) (g
 // still exercises the rebuild through Restore.
 type rebuilding struct{ *redis.Inbox }
 
-func (ib rebuilding) Page(ctx context.Context, userID int64, max int64, offset, limit int) ([]feed.Entry, error) {
+func (ib rebuilding) Page(ctx context.Context, userID int64, max feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	es, err := ib.Inbox.Page(ctx, userID, max, offset, limit)
 	if errors.Is(err, feed.ErrInboxLost) {
 		if err := ib.Restore(ctx, userID, nil); err != nil {
@@ -144,9 +144,10 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 	}
 	rdb, prefix := open(t)
 	return &feedtest.Backend{
-		Users: db, Posts: db, Follows: db,
-		Auth:  redis.NewAuthStore(rdb, prefix),
-		Inbox: rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
+		Users: db, Posts: db, Follows: db, Social: db,
+		Auth:   redis.NewAuthStore(rdb, prefix),
+		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
+		Outbox: redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
 		Jobs: func() []any {
 			mu.Lock()
 			defer mu.Unlock()
@@ -160,6 +161,12 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 func TestStores(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
 		feedtest.TestStores(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
+	})
+}
+
+func TestHybrid(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestHybrid(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
 	})
 }
 
@@ -180,7 +187,7 @@ func mustDo(t testing.TB, err error, what string) {
 
 func pageAll(t testing.TB, ib feed.Inbox, userID int64) []feed.Entry {
 	t.Helper()
-	es, err := ib.Page(context.Background(), userID, math.MaxInt64>>10, 0, 1_000_000)
+	es, err := ib.Page(context.Background(), userID, feed.AtMost(math.MaxInt64>>10), 0, 1_000_000)
 	mustDo(t, err, fmt.Sprintf("Page(user %d)", userID))
 	return es
 }
@@ -208,7 +215,7 @@ func TestLostInbox(t *testing.T) {
 		key := prefix + "feed:{42}" // the layout the package documents
 		lost := func(what string) {
 			t.Helper()
-			if _, err := ib.Page(ctx, user, math.MaxInt32<<20, 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			if _, err := ib.Page(ctx, user, feed.AtMost(math.MaxInt32<<20), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
 				t.Fatalf("%s: Page error = %v, want feed.ErrInboxLost", what, err)
 			}
 		}
@@ -249,7 +256,7 @@ func TestLostInbox(t *testing.T) {
 		mustDo(t, ib.Add(ctx, user, []feed.Entry{d}), "Add")
 		for _, max := range []int64{math.MinInt64, -1, 0, s0 - 1, s0, math.MaxInt32 << 20} {
 			for offset := 0; offset < 3; offset++ {
-				es, err := ib.Page(ctx, user, max, offset, 5)
+				es, err := ib.Page(ctx, user, feed.AtMost(max), offset, 5)
 				mustDo(t, err, "Page")
 				for _, e := range es {
 					if e != d {
@@ -266,7 +273,7 @@ func TestLostInbox(t *testing.T) {
 		wantEntries(t, "restored empty inbox", pageAll(t, ib, user), nil)
 
 		// Another user's inbox is untouched by all of this.
-		_, err := ib.Page(ctx, user+1, s0*2, 0, 10)
+		_, err := ib.Page(ctx, user+1, feed.AtMost(s0*2), 0, 10)
 		if !errors.Is(err, feed.ErrInboxLost) {
 			t.Fatalf("Page of another, never built inbox: %v, want feed.ErrInboxLost", err)
 		}
@@ -321,7 +328,7 @@ func TestTieOrder(t *testing.T) {
 						w = want[1:]
 					}
 					w = w[min(offset, len(w)):min(offset+limit, len(w))]
-					got, err := ib.Page(ctx, user, max, offset, limit)
+					got, err := ib.Page(ctx, user, feed.AtMost(max), offset, limit)
 					mustDo(t, err, "Page")
 					wantEntries(t, fmt.Sprintf("Page(max %d, offset %d, limit %d)", max, offset, limit), got, w)
 				}
@@ -539,7 +546,7 @@ func BenchmarkPage(b *testing.B) {
 	}{{"first", 1, 0}, {"offset500", 1, 500}, {"tied", 2, 100}} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				es, err := ib.Page(ctx, c.user, s0+redis.DefaultCap, c.offset, 10)
+				es, err := ib.Page(ctx, c.user, feed.AtMost(s0+redis.DefaultCap), c.offset, 10)
 				if err != nil || len(es) != 10 {
 					b.Fatalf("Page: %d entries, %v", len(es), err)
 				}

@@ -26,7 +26,7 @@ func (ob *Outbox) Remove(ctx context.Context, authorID int64, e feed.Entry) erro
 // the author has); the rows are then merged by the ORDER BY. A window
 // function (ROW_NUMBER() OVER (PARTITION BY user_id ...)) would read every
 // post of every author up to max instead.
-func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, limit int) ([]feed.Entry, error) {
+func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) ([]feed.Entry, error) {
 	out := []feed.Entry{}
 	if len(authorIDs) == 0 || limit <= 0 { // LIMIT -1 would mean no limit
 		return out, nil
@@ -34,7 +34,7 @@ func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, lim
 	authors := slices.Clone(authorIDs)
 	slices.Sort(authors)
 	authors = slices.Compact(authors) // an author listed twice counts once
-	rows, err := ob.DB.Read.QueryContext(ctx, outboxQuery, idList(authors), max, limit)
+	rows, err := ob.DB.Read.QueryContext(ctx, outboxQuery, idList(authors), b.Max, limit, b.BeforeID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,5 +53,5 @@ func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, max int64, lim
 // per-author limit (?3).
 const outboxQuery = `SELECT p.created_at, p.id FROM json_each(?1) a
 	JOIN posts p ON p.id IN (SELECT id FROM posts WHERE user_id = a.value AND created_at <= ?2
-		ORDER BY created_at DESC, id DESC LIMIT ?3)
+		AND (created_at < ?2 OR ?4 = 0 OR id < ?4) ORDER BY created_at DESC, id DESC LIMIT ?3)
 	ORDER BY p.created_at DESC, p.id DESC`

@@ -36,7 +36,7 @@ func TestOutboxPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	plan := queryPlan(t, db, outboxQuery, "[1,2,3]", 1_700_000_000_000, 20)
+	plan := queryPlan(t, db, outboxQuery, "[1,2,3]", 1_700_000_000_000, 20, 0)
 	joined := strings.Join(plan, "\n")
 	ok := strings.Contains(joined, "SEARCH posts USING COVERING INDEX posts_user (user_id=? AND created_at<?)") &&
 		strings.Contains(joined, "CORRELATED LIST SUBQUERY") &&

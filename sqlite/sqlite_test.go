@@ -65,6 +65,8 @@ func TestFeed(t *testing.T) { feedtest.TestFeed(t, openBackend) }
 
 func TestSocial(t *testing.T) { feedtest.TestSocial(t, openBackend) }
 
+func TestHybrid(t *testing.T) { feedtest.TestHybrid(t, openBackend) }
+
 // TestEnqueueInTransaction checks that a post whose job cannot be enqueued
 // is not committed, and that a store without a queue refuses to publish.
 func TestEnqueueInTransaction(t *testing.T) {

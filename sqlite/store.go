@@ -322,10 +322,11 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 
 // FeedEntries implements feed.PostStore. The posts_user index gives each
 // author's posts newest first; SQLite merges them for the ORDER BY.
-func (db *DB) FeedEntries(ctx context.Context, userID, max int64, offset, limit int) ([]feed.Entry, error) {
+func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	rows, err := db.Read.QueryContext(ctx, `SELECT created_at, id FROM posts
 		WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
-		AND created_at <= ?2 ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, max, limit, offset)
+		AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5)
+		ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, b.Max, limit, offset, b.BeforeID)
 	if err != nil {
 		return nil, err
 	}
