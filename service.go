@@ -54,6 +54,10 @@ type Service struct {
 	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
 	// their inbox is regenerated when they come back (0: nobody is skipped).
 	ActiveWindow time.Duration
+	// PullThreshold: a user followed by at least this many is put in pull
+	// mode by the follow that crosses it (0: never). Leaving pull mode is the
+	// follow job's work (fanout).
+	PullThreshold int
 
 	Now      func() time.Time // defaults to time.Now
 	Rand     io.Reader        // defaults to crypto/rand.Reader
@@ -432,7 +436,23 @@ func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow boo
 	if userID == targetID {
 		return Errorf(EINVALID, "you cannot follow yourself")
 	}
-	return s.Follows.SetFollow(ctx, userID, targetID, follow, s.now())
+	if err := s.Follows.SetFollow(ctx, userID, targetID, follow, s.now()); err != nil {
+		return err
+	}
+	if follow && s.PullThreshold > 0 && s.Social != nil {
+		// Enter pull mode with the follow that crosses the threshold, so
+		// that no read or rebuild from now on copies this author's posts
+		// into inboxes. (A post job does the same check, should this
+		// process stop right here.)
+		u, err := s.Users.User(ctx, targetID)
+		if err != nil {
+			return err
+		}
+		if u.Mode == PushMode && u.Fans >= s.PullThreshold {
+			return s.Social.SetMode(ctx, targetID, PullMode)
+		}
+	}
+	return nil
 }
 
 // IsFollowing reports whether userID follows targetID.
@@ -512,31 +532,58 @@ func (s *Service) ScrollFeed(ctx context.Context, userID, lastID int64, offset, 
 	return &Scroll{List: []PostView{}, MinTime: max, Offset: skip}, nil
 }
 
-// inboxPage reads a page of userID's inbox. A lost inbox is rebuilt from the
-// source of truth first; an inbox store that fails (Redis down) is bypassed:
-// the page is computed from the database with the same order and cursor, so
-// the feed degrades instead of failing.
-func (s *Service) inboxPage(ctx context.Context, userID int64, b Bound, skip, size int) ([]Entry, error) {
+// errStoreDown marks a failed read of the inbox or outbox store.
+type errStoreDown struct{ error }
+
+// inboxPage reads a page of userID's inbox, rebuilding it first from the
+// source of truth when it is lost. pulls are the pull-mode authors userID
+// follows, which a rebuild leaves out (their posts are merged at read time).
+func (s *Service) inboxPage(ctx context.Context, userID int64, pulls []int64, b Bound, skip, size int) ([]Entry, error) {
 	entries, err := s.Inbox.Page(ctx, userID, b, skip, size)
 	if errors.Is(err, ErrInboxLost) {
-		if err = s.RebuildInbox(ctx, userID); err == nil {
+		if err = s.rebuild(ctx, userID, pulls); err == nil {
 			entries, err = s.Inbox.Page(ctx, userID, b, skip, size)
 		}
 	}
-	if err != nil && ctx.Err() == nil {
-		s.log().Warn("inbox unavailable; feed served from the database", "user_id", userID, "error", err)
-		return s.Posts.FeedEntries(ctx, userID, b, skip, size)
+	if err != nil {
+		return nil, errStoreDown{err}
 	}
-	return entries, err
+	return entries, nil
 }
 
-// RebuildInbox refills userID's inbox with the newest InboxCap entries of
-// their feed, computed from the source of truth: the inbox fan-out would
-// have produced. Deliveries that race it are kept (Restore merges).
+// RebuildInbox refills userID's inbox with the newest InboxCap entries that
+// fan-out would have put there, computed from the source of truth: the posts
+// of userID and of the push-mode authors they follow. Deliveries that race
+// it are kept (Restore merges).
 func (s *Service) RebuildInbox(ctx context.Context, userID int64) error {
+	var pulls []int64
+	if s.Social != nil && s.Outbox != nil {
+		var err error
+		if pulls, err = s.Social.PullFollowees(ctx, userID); err != nil {
+			return err
+		}
+	}
+	return s.rebuild(ctx, userID, pulls)
+}
+
+func (s *Service) rebuild(ctx context.Context, userID int64, pulls []int64) error {
 	entries, err := s.Posts.FeedEntries(ctx, userID, AtMost(math.MaxInt64), 0, s.inboxCap())
 	if err != nil {
 		return err
+	}
+	if len(pulls) > 0 && len(entries) > 0 {
+		ids := make([]int64, len(entries))
+		for i, e := range entries {
+			ids[i] = e.PostID
+		}
+		posts, err := s.Posts.Posts(ctx, ids)
+		if err != nil {
+			return err
+		}
+		entries = slices.DeleteFunc(entries, func(e Entry) bool {
+			p := posts[e.PostID]
+			return p == nil || slices.Contains(pulls, p.UserID)
+		})
 	}
 	if err := s.Inbox.Restore(ctx, userID, entries); err != nil {
 		return err
@@ -598,7 +645,21 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 // within b, after skipping offset, at most limit. A post both pushed and in
 // an outbox (an author crossing the threshold) appears once. The round trips
 // are fixed: the pull-mode followees, the inbox, all outboxes at once.
+//
+// When the inbox or outbox store fails (Redis down) the page is computed
+// from the database instead (FeedEntries: every followee's posts, same
+// order and cursor), so the feed degrades instead of failing.
 func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
+	es, err := s.mergedPage(ctx, userID, b, offset, limit)
+	var down errStoreDown
+	if errors.As(err, &down) && ctx.Err() == nil {
+		s.log().Warn("inbox store unavailable; feed served from the database", "user_id", userID, "error", down.error)
+		return s.Posts.FeedEntries(ctx, userID, b, offset, limit)
+	}
+	return es, err
+}
+
+func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
 	var pulls []int64
 	if s.Social != nil && s.Outbox != nil {
 		var err error
@@ -607,15 +668,15 @@ func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset,
 		}
 	}
 	if len(pulls) == 0 {
-		return s.inboxPage(ctx, userID, b, offset, limit)
+		return s.inboxPage(ctx, userID, nil, b, offset, limit)
 	}
-	in, err := s.inboxPage(ctx, userID, b, 0, offset+limit)
+	in, err := s.inboxPage(ctx, userID, pulls, b, 0, offset+limit)
 	if err != nil {
 		return nil, err
 	}
 	out, err := s.Outbox.Entries(ctx, pulls, b, offset+limit)
 	if err != nil {
-		return nil, err
+		return nil, errStoreDown{err}
 	}
 	merged := MergeEntries(in, out)
 	if offset >= len(merged) {

@@ -280,6 +280,14 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	a := job.Args
 	d := w.deps
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
+	// The mode is settled before the outbox is written (see followWorker).
+	mode := feed.PushMode
+	if a.Op == OpAdd {
+		var err error
+		if mode, err = d.mode(ctx, a.AuthorID); err != nil {
+			return err
+		}
+	}
 	if d.Outbox != nil {
 		var err error
 		if a.Op == OpAdd {
@@ -294,15 +302,11 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	if err := apply(ctx, d.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
 		return err
 	}
+	if mode == feed.PullMode {
+		return nil // readers merge the author's outbox
+	}
 	var since int64
 	if a.Op == OpAdd {
-		mode, err := d.mode(ctx, a.AuthorID)
-		if err != nil {
-			return err
-		}
-		if mode == feed.PullMode {
-			return nil // readers merge the author's outbox
-		}
 		since = d.since()
 	}
 	split := d.splitSize()

@@ -37,6 +37,12 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	if err != nil || d.Outbox == nil {
 		return err
 	}
+	// Jobs of one pair may run out of order (follow, unfollow, follow in
+	// quick succession): each acts only if the follow is still as it says.
+	following, err := d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID)
+	if err != nil || following != a.Follow {
+		return err
+	}
 	if a.Follow {
 		if mode == feed.PullMode {
 			return nil // merged at read time; nothing to copy
@@ -44,6 +50,12 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.backfill())
 		if err != nil {
 			return &inboxError{err}
+		}
+		// The mode is read again after the outbox: a post job settles its
+		// author's mode before it writes the outbox, so a post seen above
+		// whose author has meanwhile entered pull mode is not copied.
+		if mode, err = d.mode(ctx, a.FolloweeID); err != nil || mode == feed.PullMode {
+			return err
 		}
 		if err := d.Inbox.Add(ctx, a.FollowerID, es); err != nil {
 			return &inboxError{err}

@@ -106,7 +106,7 @@ func testDegraded(t *testing.T, b *Backend) {
 func withInbox(s *feed.Service, ib feed.Inbox) *feed.Service {
 	return &feed.Service{
 		Users: s.Users, Auth: s.Auth, Posts: s.Posts, Follows: s.Follows, Inbox: ib, Codes: s.Codes,
-		Social: s.Social, Outbox: s.Outbox, ActiveWindow: s.ActiveWindow,
+		Social: s.Social, Outbox: s.Outbox, ActiveWindow: s.ActiveWindow, PullThreshold: s.PullThreshold,
 		Now: s.Now, Rand: s.Rand, PageSize: s.PageSize, InboxCap: s.InboxCap, Log: s.Log,
 	}
 }

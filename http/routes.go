@@ -1,6 +1,10 @@
 package http
 
-import "net/http"
+import (
+	"net/http"
+
+	feed "github.com/feedd/feedd"
+)
 
 // routes is the whole HTTP surface of feedd in one place.
 func (s *Server) routes() http.Handler {
@@ -31,9 +35,38 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /follow/or/not/{id}", auth(s.handleIsFollowing()))
 	mux.Handle("GET /follow/common/{id}", auth(s.handleCommonFollows()))
 
+	// Native API (openapi.json): REST resources, snake_case JSON, HTTP statuses.
+	v1 := s.v1RequireUser
+	mux.Handle("GET /v1/openapi.json", s.v1OpenAPI())
+	mux.Handle("POST /v1/auth/code", s.v1SendCode())
+	mux.Handle("POST /v1/auth/login", s.v1Login())
+	mux.Handle("DELETE /v1/auth/session", v1(s.v1Logout()))
+	mux.Handle("GET /v1/me", v1(s.v1Me()))
+	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
+	mux.Handle("GET /v1/users/{id}/followers", v1(s.v1UserList(feed.FollowersList)))
+	mux.Handle("GET /v1/users/{id}/following", v1(s.v1UserList(feed.FollowingList)))
+	mux.Handle("POST /v1/posts", v1(s.v1Publish()))
+	mux.Handle("GET /v1/posts/{id}", v1(s.v1Post()))
+	mux.Handle("DELETE /v1/posts/{id}", v1(s.v1DeletePost()))
+	mux.Handle("PUT /v1/posts/{id}/like", v1(s.v1SetLike(true)))
+	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.v1SetLike(false)))
+	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
+	mux.Handle("GET /v1/timeline", v1(s.v1Timeline()))
+	mux.Handle("PUT /v1/following/{id}", v1(s.v1Follow(true)))
+	mux.Handle("DELETE /v1/following/{id}", v1(s.v1Follow(false)))
+	mux.Handle("GET /v1/mutes", v1(s.v1UserList(feed.MutedList)))
+	mux.Handle("PUT /v1/mutes/{id}", v1(s.v1Mute(true)))
+	mux.Handle("DELETE /v1/mutes/{id}", v1(s.v1Mute(false)))
+	mux.Handle("GET /v1/blocks", v1(s.v1UserList(feed.BlockedList)))
+	mux.Handle("PUT /v1/blocks/{id}", v1(s.v1Block(true)))
+	mux.Handle("DELETE /v1/blocks/{id}", v1(s.v1Block(false)))
+	mux.Handle("/v1/", s.v1NotFound())
+
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("/", s.handleNotFound())
-	return s.limitBody(mux)
+	// limitBody answers an oversized body in the compatible envelope;
+	// v1LimitBody answers /v1 requests first, in the native format.
+	return s.v1LimitBody(s.limitBody(mux))
 }

@@ -213,7 +213,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	deps.PullThreshold, deps.Backfill, deps.InboxCap, deps.ActiveWindow, deps.Now = c.pullAt, c.backfill, c.inboxCap, active, clock
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
-		ActiveWindow: active, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+		ActiveWindow: active, PullThreshold: c.pullAt, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 	}
 	return a, nil
 }

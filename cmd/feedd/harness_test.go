@@ -46,6 +46,21 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// dumpIfFailed logs the server's warnings and errors when the test failed.
+func (b *logBuffer) dumpIfFailed(t testing.TB) {
+	if !t.Failed() {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, rec := range b.lines {
+		if rec["level"] == "WARN" || rec["level"] == "ERROR" || rec["msg"] == "inbox rebuilt" {
+			j, _ := json.Marshal(rec)
+			t.Logf("server log: %s", j)
+		}
+	}
+}
+
 // find returns the last record matching msg and the attribute filter.
 func (b *logBuffer) find(msg string, attrs map[string]string) map[string]any {
 	b.mu.Lock()
@@ -132,6 +147,7 @@ func startServer(t testing.TB, args ...string) *server {
 		})
 	}
 	t.Cleanup(s.stop)
+	t.Cleanup(func() { logs.dumpIfFailed(t) })
 	resp, err := http.Get(s.base + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)

@@ -18,6 +18,14 @@ func (b *backendArgs) holds(t *testing.T, key string, id int64) bool {
 
 func (s *server) feedIDs(token string) []int64 { return ids(s.scrollAll(token, 7)) }
 
+// waitJobsDone waits until no River job in the database at url is pending.
+func waitJobsDone(t *testing.T, url string) {
+	t.Helper()
+	waitFor(t, "jobs done", func() bool {
+		return pgQueryInt(t, url, `SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'discarded', 'cancelled')`) == 0
+	})
+}
+
 func noDuplicates(t *testing.T, what string, ids []int64) {
 	t.Helper()
 	seen := map[int64]bool{}
@@ -138,6 +146,7 @@ func TestHybridEndToEnd(t *testing.T) {
 	s.must("PUT", fmt.Sprintf("/follow/%d/true", bID), h, nil, nil)
 	s.must("PUT", fmt.Sprintf("/follow/%d/true", bID), k, nil, nil)
 	waitFor(t, "backfill", func() bool { return len(s.feedIDs(h)) == 3 })
+	waitJobsDone(t, b.dbURL) // the follow jobs ran (a month ago, for the server)
 	clk.shift.Store(int64(31 * 24 * time.Hour)) // a month passes; every session has expired
 	bTok, k = s.login("13700000001"), s.login("13600000002")
 	var p4 int64

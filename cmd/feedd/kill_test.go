@@ -27,12 +27,12 @@ func seedFollowers(t *testing.T, dir, phone string, n int) {
 	}
 	defer tx.Rollback()
 	var author int64
-	if err := tx.QueryRow(`INSERT INTO users (phone, nick_name, created_at) VALUES (?, 'author', 0) RETURNING id`, phone).Scan(&author); err != nil {
+	if err := tx.QueryRow(`INSERT INTO users (phone, nick_name, created_at, active_at) VALUES (?, 'author', 0, ?) RETURNING id`, phone, time.Now().UnixMilli()).Scan(&author); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
 		var id int64
-		if err := tx.QueryRow(`INSERT INTO users (phone, nick_name, created_at) VALUES (?, ?, 0) RETURNING id`, fmt.Sprintf("1700%07d", i), fmt.Sprintf("f%d", i)).Scan(&id); err != nil {
+		if err := tx.QueryRow(`INSERT INTO users (phone, nick_name, created_at, active_at) VALUES (?, ?, 0, ?) RETURNING id`, fmt.Sprintf("1700%07d", i), fmt.Sprintf("f%d", i), time.Now().UnixMilli()).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tx.Exec(`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, 0)`, id, author); err != nil {

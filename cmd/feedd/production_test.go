@@ -151,11 +151,11 @@ func seedPG(t *testing.T, url, phone string, n int) (int64, []int64) {
 	}
 	defer conn.Close(ctx)
 	var author int64
-	if err := conn.QueryRow(ctx, `INSERT INTO users (phone, nick_name, fans, created_at) VALUES ($1, 'author', $2, 0) RETURNING id`, phone, n).Scan(&author); err != nil {
+	if err := conn.QueryRow(ctx, `INSERT INTO users (phone, nick_name, fans, created_at, active_at) VALUES ($1, 'author', $2, 0, $3) RETURNING id`, phone, n, time.Now().UnixMilli()).Scan(&author); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `INSERT INTO users (phone, nick_name, followee, created_at)
-		SELECT '170' || lpad(g::text, 8, '0'), 'f' || g, 1, 0 FROM generate_series(1, $1::int) g`, n); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO users (phone, nick_name, followee, created_at, active_at)
+		SELECT '170' || lpad(g::text, 8, '0'), 'f' || g, 1, 0, $2 FROM generate_series(1, $1::int) g`, n, time.Now().UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) SELECT id, $1, 0 FROM users WHERE id <> $1`, author); err != nil {
@@ -298,6 +298,7 @@ func TestTwoWorkersShareBigFanout(t *testing.T) {
 		t.Skip("100k followers")
 	}
 	b := singleNode(t)
+	b.args = append(b.args, "--pull-threshold", "0") // these test push fan-out to a big audience
 	authorID, followers := seedPG(t, b.dbURL, "13800000001", 100_000)
 	api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, b.args...)...)
 	startProc(t, nil, append([]string{"worker", "--workers", "2", "--fanout-split", "2000"}, b.args...)...)
@@ -333,6 +334,7 @@ func TestWorkerKilledMidFanout(t *testing.T) {
 		t.Skip("100k followers")
 	}
 	b := singleNode(t)
+	b.args = append(b.args, "--pull-threshold", "0") // these test push fan-out to a big audience
 	authorID, followers := seedPG(t, b.dbURL, "13800000001", 100_000)
 	api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, b.args...)...)
 	w := startProc(t, nil, append([]string{"worker", "--workers", "1", "--fanout-split", "2000", "--fanout-batch", "100"}, b.args...)...)

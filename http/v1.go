@@ -1,0 +1,600 @@
+package http
+
+// The native API under /v1, for new clients: REST resources in snake_case
+// JSON, HTTP statuses for outcomes, errors as {"error":{"code","message"}}
+// and opaque keyset cursors. Its contract is openapi.json, served at
+// GET /v1/openapi.json; the end-to-end tests check every response against it.
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	feed "github.com/feedd/feedd"
+)
+
+// openAPI is the OpenAPI 3.1 document of /v1.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// v1Status maps an error code to the status of a native response.
+var v1Status = map[string]int{
+	feed.EINVALID:      http.StatusBadRequest,
+	feed.EUNAUTHORIZED: http.StatusUnauthorized,
+	feed.EFORBIDDEN:    http.StatusForbidden,
+	feed.ENOTFOUND:     http.StatusNotFound,
+	feed.ECONFLICT:     http.StatusConflict,
+	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// v1Error is the body of every native error response.
+type v1Error struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (s *Server) v1JSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // text goes out as stored: clients render it
+	if err := enc.Encode(v); err != nil {
+		s.Log.Debug("write response", "error", err)
+	}
+}
+
+// v1Fail answers err with its status and code. Internal errors are logged
+// with their detail and answered with a generic message.
+func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := feed.ErrorCode(err)
+	status, ok := v1Status[code]
+	if !ok {
+		code, status = feed.EINTERNAL, http.StatusInternalServerError
+	}
+	var body v1Error
+	body.Error.Code, body.Error.Message = code, feed.ErrorMessage(err)
+	if code == feed.EINTERNAL {
+		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		body.Error.Message = "internal error"
+	}
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+	}
+	s.v1JSON(w, status, body)
+}
+
+// v1LimitBody refuses a /v1 request whose declared body is over MaxBody
+// with a native 413, before limitBody would answer it in the compatible
+// envelope. Bodies of unknown length are cut by limitBody's MaxBytesReader,
+// and decode reports them as ETOOLARGE.
+func (s *Server) v1LimitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody && strings.HasPrefix(r.URL.Path, "/v1/") {
+			s.v1Fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header,
+// and whether an Authorization header was sent at all.
+func bearer(r *http.Request) (tok string, sent bool) {
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", h != ""
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// v1RequireUser authenticates the bearer token and puts the caller's id in
+// the request context; 401 with a WWW-Authenticate challenge otherwise.
+func (s *Server) v1RequireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, sent := bearer(r)
+		if tok == "" {
+			if sent {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_request"`)
+			}
+			s.v1Fail(w, r, feed.Errorf(feed.EUNAUTHORIZED, "a bearer token is required"))
+			return
+		}
+		id, err := s.Service.Authenticate(r.Context(), tok)
+		if err != nil {
+			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
+				err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
+			}
+			s.v1Fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
+	})
+}
+
+// v1Decode reads a request body that must be one JSON object with only the
+// fields of v (a pointer to a struct): a misspelt field is a client bug
+// worth a 400, not a silently ignored value.
+func v1Decode(r *http.Request, v any) error {
+	var raw json.RawMessage
+	if err := decode(r, &raw); err != nil {
+		return err
+	}
+	if b := bytes.TrimLeft(raw, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		return feed.Errorf(feed.EINVALID, "request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			return feed.Errorf(feed.EINVALID, "field %s must be %s", typeErr.Field, v1TypeName(typeErr.Type.Kind().String()))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return feed.Errorf(feed.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return feed.Errorf(feed.EINVALID, "request body is not valid JSON")
+	}
+	return nil
+}
+
+func v1TypeName(kind string) string {
+	switch kind {
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "string":
+		return "a string"
+	}
+	if jsonType(kind) == "number" {
+		return "an integer"
+	}
+	return "a " + jsonType(kind)
+}
+
+// ---- query parameters
+
+// queryOne returns the single value of query parameter name, and whether
+// it was sent. A parameter sent twice or empty is refused: clients build
+// these from our cursors, and an empty one is a bug, not "start over".
+func queryOne(r *http.Request, name string) (string, bool, error) {
+	vs, ok := r.URL.Query()[name]
+	switch {
+	case !ok:
+		return "", false, nil
+	case len(vs) != 1:
+		return "", true, feed.Errorf(feed.EINVALID, "%s must be given at most once", name)
+	case vs[0] == "":
+		return "", true, feed.Errorf(feed.EINVALID, "%s must not be empty", name)
+	}
+	return vs[0], true, nil
+}
+
+// queryLimit parses the limit parameter: absent is 0 (the service's
+// default), otherwise an integer from 1 to max.
+func queryLimit(r *http.Request, max int) (int, error) {
+	v, ok, err := queryOne(r, "limit")
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, feed.Errorf(feed.EINVALID, "limit must be an integer from 1 to %d", max)
+	}
+	return n, nil
+}
+
+// queryAfter parses a user list cursor: the id of the last user returned.
+func queryAfter(r *http.Request) (int64, error) {
+	v, ok, err := queryOne(r, "cursor")
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, feed.Errorf(feed.EINVALID, "cursor is not one this server returned")
+	}
+	return n, nil
+}
+
+// ---- output
+
+// V1User is a user as lists and posts show them.
+type V1User struct {
+	ID       int64  `json:"id"`
+	NickName string `json:"nick_name"`
+	Icon     string `json:"icon"`
+}
+
+func v1User(u *feed.User) V1User { return V1User{ID: u.ID, NickName: u.NickName, Icon: u.Icon} }
+
+func v1Users(us []*feed.User) []V1User {
+	out := make([]V1User, len(us))
+	for i, u := range us {
+		out[i] = v1User(u)
+	}
+	return out
+}
+
+// V1Profile is another user's profile, as its viewer sees it.
+type V1Profile struct {
+	V1User
+	City           string `json:"city"`
+	Introduce      string `json:"introduce"`
+	FollowerCount  int    `json:"follower_count"`
+	FollowingCount int    `json:"following_count"`
+	FollowedByMe   bool   `json:"followed_by_me"`
+	CreatedAt      string `json:"created_at"`
+}
+
+// V1Me is the caller's own account.
+type V1Me struct {
+	V1User
+	Phone          string `json:"phone"`
+	City           string `json:"city"`
+	Introduce      string `json:"introduce"`
+	FollowerCount  int    `json:"follower_count"`
+	FollowingCount int    `json:"following_count"`
+	CreatedAt      string `json:"created_at"`
+}
+
+// V1Post is a post hydrated for its viewer. Content is the text as the
+// author sent it (native clients render text themselves).
+type V1Post struct {
+	ID           int64    `json:"id"`
+	Author       V1User   `json:"author"`
+	Title        string   `json:"title"`
+	Content      string   `json:"content"`
+	Images       []string `json:"images"`
+	ShopID       *int64   `json:"shop_id"`
+	LikeCount    int      `json:"like_count"`
+	CommentCount int      `json:"comment_count"`
+	LikedByMe    bool     `json:"liked_by_me"`
+	CreatedAt    string   `json:"created_at"`
+	UpdatedAt    string   `json:"updated_at"`
+}
+
+// NewV1Post renders a hydrated post.
+func NewV1Post(v feed.PostView) V1Post {
+	p := V1Post{
+		ID: v.ID, Author: V1User{ID: v.UserID}, Title: v.Title, Content: v.Content,
+		Images: splitImages(v.Images), LikeCount: v.Liked, CommentCount: v.Comments, LikedByMe: v.IsLike,
+		CreatedAt: v.CreatedAt.UTC().Format(timeLayout), UpdatedAt: v.UpdatedAt.UTC().Format(timeLayout),
+	}
+	if v.Author != nil {
+		p.Author = v1User(v.Author)
+	}
+	if v.ShopID > 0 {
+		p.ShopID = &v.ShopID
+	}
+	return p
+}
+
+func v1Posts(vs []feed.PostView) []V1Post {
+	out := make([]V1Post, len(vs))
+	for i, v := range vs {
+		out[i] = NewV1Post(v)
+	}
+	return out
+}
+
+// splitImages turns the stored comma-separated image list into an array.
+func splitImages(s string) []string {
+	out := []string{}
+	for _, im := range strings.Split(s, ",") {
+		if im = strings.TrimSpace(im); im != "" {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// V1Page is one page of a collection. NextCursor is null on the last page.
+type V1Page[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ---- handlers
+
+func (s *Server) v1OpenAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Write(openAPI)
+	})
+}
+
+func (s *Server) v1NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.v1Fail(w, r, feed.Errorf(feed.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+func (s *Server) v1SendCode() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Phone string `json:"phone"`
+		}
+		err := v1Decode(r, &in)
+		if err == nil {
+			err = s.Service.SendCode(r.Context(), in.Phone)
+		}
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func (s *Server) v1Login() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Phone string `json:"phone"`
+			Code  string `json:"code"`
+		}
+		if err := v1Decode(r, &in); err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		tok, err := s.Service.Login(r.Context(), in.Phone, in.Code)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		s.v1JSON(w, http.StatusCreated, struct {
+			Token string `json:"token"`
+		}{tok})
+	})
+}
+
+func (s *Server) v1Logout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := bearer(r)
+		if err := s.Service.Logout(r.Context(), tok); err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func (s *Server) v1Me() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.Service.User(r.Context(), userID(r))
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		s.v1JSON(w, http.StatusOK, V1Me{
+			V1User: v1User(u), Phone: u.Phone, City: u.City, Introduce: u.Introduce,
+			FollowerCount: u.Fans, FollowingCount: u.Followee, CreatedAt: u.CreatedAt.UTC().Format(timeLayout),
+		})
+	})
+}
+
+func (s *Server) v1UserProfile() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.pathUser(r)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		var follows bool
+		if u.ID != userID(r) {
+			if follows, err = s.Service.IsFollowing(r.Context(), userID(r), u.ID); err != nil {
+				s.v1Fail(w, r, err)
+				return
+			}
+		}
+		s.v1JSON(w, http.StatusOK, V1Profile{
+			V1User: v1User(u), City: u.City, Introduce: u.Introduce,
+			FollowerCount: u.Fans, FollowingCount: u.Followee, FollowedByMe: follows,
+			CreatedAt: u.CreatedAt.UTC().Format(timeLayout),
+		})
+	})
+}
+
+// v1UserList serves a keyset page of a user list: the followers or
+// followees of the {id} path user, or (with no {id}) the caller's mutes or
+// blocks. The cursor is the id of the last user of the previous page.
+func (s *Server) v1UserList(list feed.UserList) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		owner := userID(r)
+		var err error
+		if r.PathValue("id") != "" {
+			owner, err = parseID("id", r.PathValue("id"))
+		}
+		var after int64
+		var limit int
+		if err == nil {
+			after, err = queryAfter(r)
+		}
+		if err == nil {
+			limit, err = queryLimit(r, feed.MaxListLimit)
+		}
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		us, next, err := s.Service.List(r.Context(), userID(r), owner, list, after, limit)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		page := V1Page[V1User]{Data: v1Users(us)}
+		if next > 0 {
+			c := strconv.FormatInt(next, 10)
+			page.NextCursor = &c
+		}
+		s.v1JSON(w, http.StatusOK, page)
+	})
+}
+
+func (s *Server) v1Publish() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Title   string   `json:"title"`
+			Content string   `json:"content"`
+			Images  []string `json:"images"`
+			ShopID  *int64   `json:"shop_id"`
+		}
+		if err := v1Decode(r, &in); err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		for _, im := range in.Images {
+			if strings.TrimSpace(im) == "" || strings.Contains(im, ",") {
+				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "images must be non-empty strings without commas"))
+				return
+			}
+		}
+		post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ",")}
+		if in.ShopID != nil {
+			if *in.ShopID <= 0 {
+				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "shop_id must be a positive integer or null"))
+				return
+			}
+			post.ShopID = *in.ShopID
+		}
+		p, err := s.Service.Publish(r.Context(), userID(r), post)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		vs, err := s.Service.Hydrate(r.Context(), userID(r), []*feed.Post{p})
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", fmt.Sprintf("/v1/posts/%d", p.ID))
+		s.v1JSON(w, http.StatusCreated, NewV1Post(vs[0]))
+	})
+}
+
+func (s *Server) v1Post() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := parseID("id", r.PathValue("id"))
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		v, err := s.Service.Post(r.Context(), userID(r), id)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		s.v1JSON(w, http.StatusOK, NewV1Post(*v))
+	})
+}
+
+// v1Action serves a request that names a resource by its {id} and answers
+// 204 when do succeeds.
+func (s *Server) v1Action(do func(ctx context.Context, userID, id int64) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := parseID("id", r.PathValue("id"))
+		if err == nil {
+			err = do(r.Context(), userID(r), id)
+		}
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func (s *Server) v1DeletePost() http.Handler { return s.v1Action(s.Service.DeletePost) }
+
+func (s *Server) v1SetLike(like bool) http.Handler {
+	return s.v1Action(func(ctx context.Context, userID, id int64) error {
+		return s.Service.SetLike(ctx, userID, id, like)
+	})
+}
+
+func (s *Server) v1Follow(follow bool) http.Handler {
+	return s.v1Action(func(ctx context.Context, userID, id int64) error {
+		return s.Service.Follow(ctx, userID, id, follow)
+	})
+}
+
+func (s *Server) v1Mute(mute bool) http.Handler {
+	return s.v1Action(func(ctx context.Context, userID, id int64) error {
+		return s.Service.Mute(ctx, userID, id, mute)
+	})
+}
+
+func (s *Server) v1Block(block bool) http.Handler {
+	return s.v1Action(func(ctx context.Context, userID, id int64) error {
+		return s.Service.Block(ctx, userID, id, block)
+	})
+}
+
+func (s *Server) v1Likers() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := parseID("id", r.PathValue("id"))
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		us, err := s.Service.Likers(r.Context(), id)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		s.v1JSON(w, http.StatusOK, V1Page[V1User]{Data: v1Users(us)})
+	})
+}
+
+// v1Timeline serves a page of the caller's follow feed under the opaque
+// keyset cursor, with the next page's URL in a Link header.
+func (s *Server) v1Timeline() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, err := queryLimit(r, feed.MaxTimelineLimit)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		var after *feed.Cursor
+		if v, ok, err := queryOne(r, "cursor"); err != nil {
+			s.v1Fail(w, r, err)
+			return
+		} else if ok {
+			c, err := feed.DecodeCursor(v)
+			if err != nil {
+				s.v1Fail(w, r, err)
+				return
+			}
+			after = &c
+		}
+		page, err := s.Service.Timeline(r.Context(), userID(r), after, limit)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		out := V1Page[V1Post]{Data: v1Posts(page.List)}
+		if page.Next != nil {
+			c := feed.EncodeCursor(*page.Next)
+			out.NextCursor = &c
+			if limit == 0 {
+				limit = feed.DefaultTimelineLimit
+			}
+			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(limit)}}
+			w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
+		}
+		s.v1JSON(w, http.StatusOK, out)
+	})
+}
