@@ -146,7 +146,7 @@ func TestHybridEndToEnd(t *testing.T) {
 	s.must("PUT", fmt.Sprintf("/follow/%d/true", bID), h, nil, nil)
 	s.must("PUT", fmt.Sprintf("/follow/%d/true", bID), k, nil, nil)
 	waitFor(t, "backfill", func() bool { return len(s.feedIDs(h)) == 3 })
-	waitJobsDone(t, b.dbURL) // the follow jobs ran (a month ago, for the server)
+	waitJobsDone(t, b.dbURL)                    // the follow jobs ran (a month ago, for the server)
 	clk.shift.Store(int64(31 * 24 * time.Hour)) // a month passes; every session has expired
 	bTok, k = s.login("13700000001"), s.login("13600000002")
 	var p4 int64
