@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -218,6 +219,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	return a, nil
 }
 
+// isSentinelURL reports whether a --redis-url names Sentinels (it has a
+// master_name parameter): redis://sentinel:26379?master_name=mymaster&addr=other:26379
+func isSentinelURL(u string) bool {
+	parsed, err := url.Parse(u)
+	return err == nil && parsed.Query().Has("master_name")
+}
+
 // redisClient returns the configured Redis client, nil if none. One code
 // path serves a single node and a Cluster (redis.UniversalClient).
 func redisClient(c *config) goredis.UniversalClient {
@@ -226,6 +234,14 @@ func redisClient(c *config) goredis.UniversalClient {
 	}
 	if c.redisURL == "" {
 		return nil
+	}
+	if isSentinelURL(c.redisURL) {
+		opts, err := goredis.ParseFailoverURL(c.redisURL) // validated by parseConfig
+		if err != nil {
+			panic(err)
+		}
+		opts.PoolSize, opts.MaxRetries = 64, 1
+		return goredis.NewFailoverClient(opts)
 	}
 	opts, err := goredis.ParseURL(c.redisURL) // validated by parseConfig
 	if err != nil {

@@ -68,7 +68,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
 	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
-	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database)")
+	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database); with ?master_name=NAME it names Sentinels (more with &addr=host:port)")
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
 	str(&c.redisPrefix, "redis-prefix", "FEED_REDIS_PREFIX", "", "prefix of every Redis key, to share one Redis between deployments")
 	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", 800, "entries kept in each inbox")
@@ -116,7 +116,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	}
 	if c.redisURL != "" {
-		if _, err := goredis.ParseURL(c.redisURL); err != nil {
+		parse := func(u string) error { _, err := goredis.ParseURL(u); return err }
+		if isSentinelURL(c.redisURL) {
+			parse = func(u string) error { _, err := goredis.ParseFailoverURL(u); return err }
+		}
+		if err := parse(c.redisURL); err != nil {
 			return nil, fmt.Errorf("--redis-url: %w", err)
 		}
 	}
