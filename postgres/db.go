@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	feed "github.com/feedd/feedd"
 )
 
 //go:embed migrations/*.sql
@@ -163,4 +165,21 @@ func (db *DB) enqueue(ctx context.Context, tx pgx.Tx, jobs ...any) error {
 		return errors.New("postgres: no job queue configured")
 	}
 	return db.Enqueue(ctx, tx, jobs...)
+}
+
+// scanEntries reads (score, post id) rows as inbox entries.
+func scanEntries(rows pgx.Rows, err error) ([]feed.Entry, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []feed.Entry{}
+	for rows.Next() {
+		var e feed.Entry
+		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }

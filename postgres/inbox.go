@@ -66,22 +66,9 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 
 // Page implements feed.Inbox.
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	rows, err := ib.DB.Pool.Query(ctx, `SELECT score, post_id FROM inbox WHERE user_id = $1
+	return scanEntries(ib.DB.Pool.Query(ctx, `SELECT score, post_id FROM inbox WHERE user_id = $1
 		AND score <= $2 AND (score < $2 OR $3::bigint = 0 OR post_id < $3)
-		ORDER BY score DESC, post_id DESC LIMIT $4 OFFSET $5`, userID, b.Max, b.BeforeID, limit, offset)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []feed.Entry{}
-	for rows.Next() {
-		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		ORDER BY score DESC, post_id DESC LIMIT $4 OFFSET $5`, userID, b.Max, b.BeforeID, limit, offset))
 }
 
 // Trim implements feed.Inbox: it deletes every entry older than the cap-th

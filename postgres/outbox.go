@@ -27,21 +27,9 @@ func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, 
 	if len(authorIDs) == 0 || limit <= 0 {
 		return out, nil
 	}
-	rows, err := ob.DB.Pool.Query(ctx, `SELECT p.created_at, p.id FROM unnest($1::bigint[]) AS a(author)
+	return scanEntries(ob.DB.Pool.Query(ctx, `SELECT p.created_at, p.id FROM unnest($1::bigint[]) AS a(author)
 		CROSS JOIN LATERAL (SELECT created_at, id FROM posts WHERE user_id = a.author
 			AND created_at <= $2 AND (created_at < $2 OR $4::bigint = 0 OR id < $4)
 			ORDER BY created_at DESC, id DESC LIMIT $3) p
-		ORDER BY p.created_at DESC, p.id DESC`, sortedIDs(authorIDs), b.Max, limit, b.BeforeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		ORDER BY p.created_at DESC, p.id DESC`, sortedIDs(authorIDs), b.Max, limit, b.BeforeID))
 }

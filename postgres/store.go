@@ -372,25 +372,12 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 // most offset+limit of their newest posts (an index range scan each, through
 // LATERAL), so the merge stays bounded however much they posted.
 func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT p.created_at, p.id
+	return scanEntries(db.Pool.Query(ctx, `SELECT p.created_at, p.id
 		FROM (SELECT followee_id AS author FROM follows WHERE follower_id = $1 UNION ALL SELECT $1) a
 		CROSS JOIN LATERAL (SELECT created_at, id FROM posts WHERE user_id = a.author
 			AND created_at <= $2 AND (created_at < $2 OR $5::bigint = 0 OR id < $5)
 			ORDER BY created_at DESC, id DESC LIMIT $3::bigint + $4::bigint) p
-		ORDER BY p.created_at DESC, p.id DESC LIMIT $3 OFFSET $4`, userID, b.Max, limit, offset, b.BeforeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []feed.Entry{}
-	for rows.Next() {
-		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		ORDER BY p.created_at DESC, p.id DESC LIMIT $3 OFFSET $4`, userID, b.Max, limit, offset, b.BeforeID))
 }
 
 // ---- follows

@@ -18,6 +18,8 @@ import (
 	"sort"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
+
+	feed "github.com/feedd/feedd"
 )
 
 //go:embed migrations/*.sql
@@ -159,4 +161,21 @@ func idList(ids []int64) string {
 func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// scanEntries reads (score, post id) rows as inbox entries.
+func scanEntries(rows *sql.Rows, err error) ([]feed.Entry, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []feed.Entry{}
+	for rows.Next() {
+		var e feed.Entry
+		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }

@@ -34,23 +34,12 @@ func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, 
 	authors := slices.Clone(authorIDs)
 	slices.Sort(authors)
 	authors = slices.Compact(authors) // an author listed twice counts once
-	rows, err := ob.DB.Read.QueryContext(ctx, outboxQuery, idList(authors), b.Max, limit, b.BeforeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return scanEntries(ob.DB.Read.QueryContext(ctx, outboxQuery, idList(authors), b.Max, limit, b.BeforeID))
 }
 
-// outboxQuery takes the authors as a JSON array (?1), max (?2) and the
-// per-author limit (?3).
+// outboxQuery takes the authors as a JSON array (?1), the bound's max (?2)
+// and before-id (?4, 0 for the whole millisecond), and the per-author
+// limit (?3).
 const outboxQuery = `SELECT p.created_at, p.id FROM json_each(?1) a
 	JOIN posts p ON p.id IN (SELECT id FROM posts WHERE user_id = a.value AND created_at <= ?2
 		AND (created_at < ?2 OR ?4 = 0 OR id < ?4) ORDER BY created_at DESC, id DESC LIMIT ?3)

@@ -323,23 +323,10 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 // FeedEntries implements feed.PostStore. The posts_user index gives each
 // author's posts newest first; SQLite merges them for the ORDER BY.
 func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	rows, err := db.Read.QueryContext(ctx, `SELECT created_at, id FROM posts
+	return scanEntries(db.Read.QueryContext(ctx, `SELECT created_at, id FROM posts
 		WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
 		AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5)
-		ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, b.Max, limit, offset, b.BeforeID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []feed.Entry{}
-	for rows.Next() {
-		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, b.Max, limit, offset, b.BeforeID))
 }
 
 func scanIDs(rows *sql.Rows, err error) ([]int64, error) {

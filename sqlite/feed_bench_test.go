@@ -1,0 +1,142 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/sqlite"
+)
+
+// The hot paths of a feed read and of fan-out on the embedded store, for
+// comparing a change with benchstat:
+//
+//	go test -run '^$' -bench . -count 10 ./sqlite > old.txt
+//	(change)
+//	go test -run '^$' -bench . -count 10 ./sqlite > new.txt; benchstat old.txt new.txt
+
+// benchWorld is a viewer following 20 authors of 20 posts each, every post
+// delivered to the viewer's inbox, a third of them liked.
+type benchWorld struct {
+	db     *sqlite.DB
+	svc    *feed.Service
+	viewer int64
+	posts  []*feed.Post
+}
+
+func openBenchWorld(b *testing.B) *benchWorld {
+	b.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return nil }
+	w := &benchWorld{db: db}
+	ib := &sqlite.Inbox{DB: db}
+	w.svc = &feed.Service{Users: db, Auth: db, Posts: db, Follows: db, Social: db, Outbox: &sqlite.Outbox{DB: db}, Inbox: ib}
+	now := time.UnixMilli(1_800_000_000_000)
+	viewer, err := db.FindOrCreateUser(ctx, "13800000000", "viewer", now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.viewer = viewer.ID
+	for a := range 20 {
+		u, err := db.FindOrCreateUser(ctx, fmt.Sprintf("139%08d", a), fmt.Sprintf("author%d", a), now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := db.SetFollow(ctx, w.viewer, u.ID, true, now); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 20 {
+			t := now.Add(time.Duration(a*20+i) * time.Second)
+			p := &feed.Post{UserID: u.ID, Title: "title", Content: "some content\nof a post", Images: "/a.jpg", CreatedAt: t, UpdatedAt: t}
+			if err := db.CreatePost(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+			if err := ib.Deliver(ctx, feed.Entry{PostID: p.ID, Score: p.Score()}, []int64{w.viewer, u.ID}); err != nil {
+				b.Fatal(err)
+			}
+			if p.ID%3 == 0 {
+				if _, err := db.ToggleLike(ctx, p.ID, w.viewer, t); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w.posts = append(w.posts, p)
+		}
+	}
+	return w
+}
+
+// BenchmarkScrollFeed is one hydrated page of the follow feed, as GET
+// /blog/of/follow serves it: the inbox page, the cursor, the posts, their
+// visibility, authors and the viewer's likes.
+func BenchmarkScrollFeed(b *testing.B) {
+	w := openBenchWorld(b)
+	ctx := context.Background()
+	for _, size := range []int{10, 50} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			for b.Loop() {
+				s, err := w.svc.ScrollFeed(ctx, w.viewer, 1<<62, 0, size)
+				if err != nil || s == nil || len(s.List) != size {
+					b.Fatalf("scroll: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHydrate is the hydration of 10 posts: their authors and the
+// viewer's likes, in a constant number of queries.
+func BenchmarkHydrate(b *testing.B) {
+	w := openBenchWorld(b)
+	ctx := context.Background()
+	posts := w.posts[:10]
+	for b.Loop() {
+		if _, err := w.svc.Hydrate(ctx, w.viewer, posts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInboxPage is the range query of a feed page on the embedded inbox.
+func BenchmarkInboxPage(b *testing.B) {
+	w := openBenchWorld(b)
+	ctx := context.Background()
+	ib := &sqlite.Inbox{DB: w.db}
+	for b.Loop() {
+		if es, err := ib.Page(ctx, w.viewer, feed.AtMost(1<<62), 0, 10); err != nil || len(es) != 10 {
+			b.Fatalf("page: %v", err)
+		}
+	}
+}
+
+// BenchmarkInboxDeliver is one fan-out batch on the embedded inbox: one
+// entry into 1000 inboxes in one statement. It reports deliveries/s.
+func BenchmarkInboxDeliver(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ib := &sqlite.Inbox{DB: db}
+	ids := make([]int64, 1000)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	post := int64(0)
+	start := time.Now()
+	for b.Loop() {
+		post++
+		if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post}, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(post*int64(len(ids)))/time.Since(start).Seconds(), "deliveries/s")
+}
