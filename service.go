@@ -610,11 +610,25 @@ func NextCursor(entries []Entry, max int64, skip int) (int64, int) {
 // hydrateEntries loads the posts of entries in entry order, dropping deleted
 // ones and those of authors who do not belong in the viewer's feed (muted,
 // unfollowed, blocked: their entries may still sit in the inbox until a job
-// removes them), and hydrates them: four store calls whatever the page size.
+// removes them), and hydrates them: one store call when the store is a
+// FeedViewer, four otherwise, whatever the page size.
 func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
 	ids := make([]int64, len(entries))
 	for i, e := range entries {
 		ids[i] = e.PostID
+	}
+	if fv, ok := s.Posts.(FeedViewer); ok && s.Social != nil {
+		views, err := fv.FeedViews(ctx, viewerID, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]PostView, 0, len(views))
+		for _, id := range ids {
+			if v := views[id]; v != nil {
+				out = append(out, *v)
+			}
+		}
+		return out, nil
 	}
 	m, err := s.Posts.Posts(ctx, ids)
 	if err != nil {

@@ -94,3 +94,12 @@ const (
 	// any feed in between.
 	LeavingPullMode Mode = 2
 )
+
+// FeedViewer is implemented by stores that hydrate a feed page in one round
+// trip; Service uses it when the PostStore has it.
+type FeedViewer interface {
+	// FeedViews returns the posts among ids that exist and belong in
+	// viewerID's feed (as SocialStore.Visible decides), each with its
+	// author (ID, NickName, Icon) and the viewer's like, by id.
+	FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error)
+}

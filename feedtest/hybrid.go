@@ -24,6 +24,7 @@ import (
 func TestHybrid(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("NativeCursor", func(t *testing.T) { testHybridNative(t, open(t)) })
 	t.Run("CompatibleCursor", func(t *testing.T) { testHybridCompatible(t, open(t)) })
+	t.Run("FeedViews", func(t *testing.T) { testFeedViews(t, open(t)) })
 }
 
 // hybrid is a world of authors in push and pull mode and one viewer.
@@ -382,4 +383,77 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 		want = h.expected(start)
 	}
 	_ = fmt.Sprint
+}
+
+// testFeedViews checks a store's one-query hydration (feed.FeedViewer)
+// against the four calls it replaces, on posts deleted, muted, unfollowed,
+// liked and not.
+func testFeedViews(t *testing.T, b *Backend) {
+	fv, ok := b.Posts.(feed.FeedViewer)
+	if !ok {
+		t.Skip("the store hydrates with separate calls")
+	}
+	h := newHybrid(t, b)
+	h.publishBursts(120)
+	stranger := newUser(t, b, 200, time.UnixMilli(h.clock.Load())).ID
+	for i := 0; i < 5; i++ {
+		h.publish(stranger)
+	}
+	var ids []int64
+	h.mu.Lock()
+	for id := range h.posts {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	slices.Sort(ids)
+	for _, id := range ids[:30] {
+		if h.r.IntN(2) == 0 {
+			_, err := h.svc.ToggleLike(h.ctx, h.viewer, id)
+			must(t, err, "ToggleLike")
+		}
+	}
+	for _, id := range ids[30:40] {
+		h.delete(id)
+	}
+	ids = append(ids, 999999999) // never existed
+	got, err := fv.FeedViews(h.ctx, h.viewer, ids)
+	must(t, err, "FeedViews")
+	posts, err := b.Posts.Posts(h.ctx, ids)
+	must(t, err, "Posts")
+	var authors []int64
+	for _, p := range posts {
+		authors = append(authors, p.UserID)
+	}
+	visible, err := b.Social.Visible(h.ctx, h.viewer, authors)
+	must(t, err, "Visible")
+	liked, err := b.Posts.LikedBy(h.ctx, h.viewer, ids)
+	must(t, err, "LikedBy")
+	users, err := b.Users.Users(h.ctx, authors)
+	must(t, err, "Users")
+	want := 0
+	for _, id := range ids {
+		p := posts[id]
+		v := got[id]
+		if p == nil || !visible[p.UserID] {
+			if v != nil {
+				t.Fatalf("post %d returned but not in the viewer's feed", id)
+			}
+			continue
+		}
+		want++
+		switch {
+		case v == nil:
+			t.Fatalf("post %d missing", id)
+		case v.ID != p.ID || v.UserID != p.UserID || v.Title != p.Title || v.Content != p.Content || v.Images != p.Images ||
+			v.ShopID != p.ShopID || v.Liked != p.Liked || !v.CreatedAt.Equal(p.CreatedAt) || !v.UpdatedAt.Equal(p.UpdatedAt):
+			t.Fatalf("post %d: %+v, want %+v", id, *v.Post, *p)
+		case v.IsLike != liked[id]:
+			t.Fatalf("post %d: IsLike %v", id, v.IsLike)
+		case v.Author == nil || v.Author.ID != p.UserID || v.Author.NickName != users[p.UserID].NickName || v.Author.Icon != users[p.UserID].Icon:
+			t.Fatalf("post %d: author %+v", id, v.Author)
+		}
+	}
+	if len(got) != want || want < 50 {
+		t.Fatalf("%d views, want %d (of %d ids)", len(got), want, len(ids))
+	}
 }

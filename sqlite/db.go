@@ -40,6 +40,8 @@ type DB struct {
 	// delete, a follow or unfollow that changes the graph, a block that
 	// removes follows), so none is ever committed without its job.
 	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...any) error
+
+	views viewStmt // see FeedViews
 }
 
 func dsn(path string, readOnly bool) string {
@@ -93,7 +95,11 @@ func OpenFile(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.Read.Close(), db.Write.Close())
+	var err error
+	if db.views.stmt != nil {
+		err = db.views.stmt.Close()
+	}
+	return errors.Join(err, db.Read.Close(), db.Write.Close())
 }
 
 func (db *DB) migrate(ctx context.Context) error {
