@@ -200,9 +200,13 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	rc.RescueStuckJobsAfter = max(cmpDur(cfg.RescueAfter, 2*time.Minute), rc.JobTimeout)
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		// River fetches at most MaxWorkers jobs per FetchCooldown, so its
+		// default (100 ms) held short jobs to 10 per worker per second: 40
+		// posts/s on PostgreSQL with 4 workers (feedd bench read: 9000 posts
+		// fanned out in 225 s; 4 s with 2 ms, and 23 s -> 7 s on SQLite).
+		rc.FetchCooldown = 2 * time.Millisecond
 		if cfg.PollInterval > 0 {
 			rc.FetchPollInterval = cfg.PollInterval
-			rc.FetchCooldown = min(cfg.PollInterval, 10*time.Millisecond)
 		}
 	}
 	client, err := river.NewClient(driver, rc)
@@ -324,6 +328,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return err
 	}
 	var params []river.InsertManyParams
+	inserted := 0
 	after, ids := int64(0), first
 	for len(ids) > 0 {
 		upto := ids[len(ids)-1]
@@ -334,10 +339,14 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 				UniqueOpts: river.UniqueOpts{ByArgs: true},
 			},
 		})
-		if len(params) == 100 {
+		// The first jobs go in one by one, so workers start delivering
+		// while this job reads the rest of the audience (first follower
+		// served after 48 ms instead of 216 ms at 1M followers).
+		if len(params) == 100 || inserted < 4 {
 			if _, err := client.InsertMany(ctx, params); err != nil {
 				return err
 			}
+			inserted += len(params)
 			params = params[:0]
 		}
 		if len(ids) < split {

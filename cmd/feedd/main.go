@@ -27,6 +27,7 @@ Usage:
   feedd [serve] [flags]   serve the HTTP API and work fan-out jobs (the default)
   feedd worker [flags]    work fan-out jobs only
   feedd migrate [flags]   apply database migrations and exit
+  feedd bench NAME        measure fan-out, reads, publish latency, memory (feedd bench help)
   feedd help              show this text
 
 With no --database-url, feedd runs embedded: one SQLite file in --data holds
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return nil // --help
 		}
 		return runApp(ctx, cfg, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		newFlagSet("serve", &config{}, getenv, stdout).PrintDefaults()

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	feed "github.com/feedd/feedd"
+)
+
+// PostgresStore is Store on feedd's PostgreSQL database (the tables of
+// postgres/migrations).
+type PostgresStore struct {
+	Pool *pgxpool.Pool
+}
+
+var _ Store = (*PostgresStore)(nil)
+
+// Engine implements Store.
+func (s *PostgresStore) Engine() string { return "postgres" }
+
+// Close implements Store.
+func (s *PostgresStore) Close() error { s.Pool.Close(); return nil }
+
+// CreateUsers implements Store: one transaction, a statement per chunk. The
+// benchmark's database is its own, so nothing else draws from the sequence
+// meanwhile and the ids come out consecutive (checked).
+func (s *PostgresStore) CreateUsers(ctx context.Context, tag string, n int, progress func(int)) (int64, error) {
+	now := time.Now().UnixMilli()
+	var first, last int64
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		for done := 0; done < n; {
+			k := min(chunk, n-done)
+			if _, err := tx.Exec(ctx, `INSERT INTO users (phone, nick_name, icon, created_at, active_at)
+				SELECT $3 || i, 'user_bench' || i, '/imgs/icons/bench.jpg', $4, $4 FROM generate_series($1::bigint, $2::bigint) i ORDER BY i`,
+				done+1, done+k, tag, now); err != nil {
+				return err
+			}
+			done += k
+			progress(done)
+		}
+		if err := tx.QueryRow(ctx, `SELECT id FROM users WHERE phone = $1`, fmt.Sprint(tag, 1)).Scan(&first); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT id FROM users WHERE phone = $1`, fmt.Sprint(tag, n)).Scan(&last)
+	})
+	if err == nil && last-first != int64(n-1) {
+		err = fmt.Errorf("bench: user ids %d..%d are not consecutive", first, last)
+	}
+	return first, err
+}
+
+// FollowRange implements Store.
+func (s *PostgresStore) FollowRange(ctx context.Context, followee, first int64, n int, progress func(int)) error {
+	now := time.Now().UnixMilli()
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		for done := 0; done < n; {
+			k := min(chunk, n-done)
+			lo := first + int64(done)
+			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at)
+				SELECT i, $3, $4 FROM generate_series($1::bigint, $2::bigint) i ON CONFLICT DO NOTHING`,
+				lo, lo+int64(k)-1, followee, now); err != nil {
+				return err
+			}
+			done += k
+			progress(done)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET followee = followee + 1 WHERE id BETWEEN $1 AND $2`, first, first+int64(n)-1); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE users SET fans = fans + $1 WHERE id = $2`, n, followee)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.analyze(ctx)
+}
+
+// analyze refreshes the planner's statistics after a bulk load, as
+// autovacuum would shortly on a live database: without them the first
+// queries plan as if the tables were empty.
+func (s *PostgresStore) analyze(ctx context.Context) error {
+	_, err := s.Pool.Exec(ctx, `ANALYZE users, follows, posts, likes`)
+	return err
+}
+
+// Follow implements Store.
+func (s *PostgresStore) Follow(ctx context.Context, pairs [][2]int64) error {
+	now := time.Now().UnixMilli()
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		for len(pairs) > 0 {
+			k := min(chunk, len(pairs))
+			a, b := make([]int64, k), make([]int64, k)
+			for i, p := range pairs[:k] {
+				a[i], b[i] = p[0], p[1]
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at)
+				SELECT f, e, $3 FROM unnest($1::bigint[], $2::bigint[]) AS t(f, e) ON CONFLICT DO NOTHING`, a, b, now); err != nil {
+				return err
+			}
+			pairs = pairs[k:]
+		}
+		return nil
+	})
+}
+
+// FixCounts implements Store.
+func (s *PostgresStore) FixCounts(ctx context.Context, first, last int64) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE users SET
+		fans = (SELECT count(*) FROM follows WHERE followee_id = users.id),
+		followee = (SELECT count(*) FROM follows WHERE follower_id = users.id)
+		WHERE id BETWEEN $1 AND $2`, first, last)
+	if err != nil {
+		return err
+	}
+	return s.analyze(ctx)
+}
+
+// LikeShare implements Store.
+func (s *PostgresStore) LikeShare(ctx context.Context, first, last int64, every int) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at)
+			SELECT p.id, f.follower_id, p.created_at + 1 FROM follows f JOIN posts p ON p.user_id = f.followee_id
+			WHERE f.follower_id BETWEEN $1 AND $2 AND (p.id + f.follower_id) % $3 = 0
+			ORDER BY p.id, f.follower_id ON CONFLICT DO NOTHING`, first, last, every)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `UPDATE posts SET liked = (SELECT count(*) FROM likes WHERE post_id = posts.id)
+			WHERE user_id BETWEEN $1 AND $2`, first, last)
+		return err
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, s.analyze(ctx)
+}
+
+// InboxHolding implements Store.
+func (s *PostgresStore) InboxHolding(ctx context.Context, e feed.Entry, ids []int64) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE user_id = ANY($1) AND score = $2 AND post_id = $3`,
+		ids, e.Score, e.PostID).Scan(&n)
+	return n, err
+}
+
+// InboxHoldingRange implements Store.
+func (s *PostgresStore) InboxHoldingRange(ctx context.Context, e feed.Entry, first, last int64) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN $1 AND $2 AND score = $3 AND post_id = $4`,
+		first, last, e.Score, e.PostID).Scan(&n)
+	return n, err
+}
+
+// InboxEntries implements Store.
+func (s *PostgresStore) InboxEntries(ctx context.Context, first, last int64) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN $1 AND $2`, first, last).Scan(&n)
+	return n, err
+}
+
+// InboxInsertOne implements Store.
+func (s *PostgresStore) InboxInsertOne(ctx context.Context, e feed.Entry, userID int64) error {
+	_, err := s.Pool.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		userID, e.Score, e.PostID)
+	return err
+}
+
+// InboxInsertRange implements Store: a statement per chunk, four
+// connections at once.
+func (s *PostgresStore) InboxInsertRange(ctx context.Context, e feed.Entry, first int64, n int) error {
+	var ranges [][2]int64
+	for done := 0; done < n; done += chunk / 5 {
+		ranges = append(ranges, [2]int64{first + int64(done), first + int64(min(done+chunk/5, n)) - 1})
+	}
+	return parallel(ctx, 4, len(ranges), func(ctx context.Context, i int) error {
+		_, err := s.Pool.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id)
+			SELECT i, $3, $4 FROM generate_series($1::bigint, $2::bigint) i ON CONFLICT DO NOTHING`, ranges[i][0], ranges[i][1], e.Score, e.PostID)
+		return err
+	})
+}
+
+// InboxDelete implements Store.
+func (s *PostgresStore) InboxDelete(ctx context.Context, e feed.Entry, first, last int64) error {
+	_, err := s.Pool.Exec(ctx, `DELETE FROM inbox WHERE user_id BETWEEN $1 AND $2 AND score = $3 AND post_id = $4`,
+		first, last, e.Score, e.PostID)
+	return err
+}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/bench"
+	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/sqlite"
+)
+
+const benchUsage = `feedd bench: measure feedd against the tutorial design and the hardware.
+
+Usage:
+  feedd bench fanout  [flags]   one post to --followers inboxes: seed loop, feedd, limit
+  feedd bench read    [flags]   closed-loop GET /blog/of/follow: feedd against the seed read path
+  feedd bench publish [flags]   publish latency of an author with 10 followers and one with --followers
+  feedd bench memory  [flags]   Redis bytes per inbox entry at the cap, default and recommended settings
+
+Every run wires feedd as 'feedd serve' does, with the serve flags below
+(--redis-url, --database-url, --workers, --fanout-batch ...). Without
+--database-url it uses a temporary SQLite database, removed afterwards; with
+it, a temporary database created on that server (CREATEDB needed) and dropped
+afterwards. Without --redis-url the inboxes are in the database. Redis keys
+go under a prefix of the run's own, deleted afterwards. The benchmarks
+measure push fan-out: --pull-threshold is 0 unless given. Results go to stdout
+(one JSON object with --json), progress to stderr. BENCHMARKS.md has the
+figures of the development machine and the commands that made them.
+
+Flags:
+`
+
+// benchFlags are the flags of feedd bench on top of serve's.
+type benchFlags struct {
+	json        bool
+	runs        int
+	followers   int
+	users       int
+	follows     int
+	posts       int
+	concurrency int
+	duration    time.Duration
+	publishes   int
+	interval    time.Duration
+	inboxes     int
+	timeout     time.Duration
+	cpuProfile  string
+}
+
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
+		fs, _ := newBenchFlagSet("", &config{cmd: "serve"}, &benchFlags{}, getenv, stderr)
+		fmt.Fprint(stdout, benchUsage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		if len(args) == 0 {
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish or memory")
+		}
+		return nil
+	}
+	sub := args[0]
+	switch sub {
+	case "fanout", "read", "publish", "memory":
+	default:
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish or memory)", sub)
+	}
+	c, bf := &config{cmd: "serve"}, &benchFlags{}
+	fs, explicit := newBenchFlagSet(sub, c, bf, getenv, stderr)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := explicit(fs)
+	switch {
+	case c.redisCluster != "":
+		return errors.New("feedd bench runs against one Redis node: use --redis-url")
+	case sub == "memory" && c.redisURL == "":
+		return errors.New("feedd bench memory needs --redis-url")
+	case c.workers < 1:
+		return errors.New("feedd bench needs --workers of at least 1")
+	case c.fanoutBatch < 1 || c.fanoutSplit < 1 || c.inboxCap < 1:
+		return errors.New("--fanout-batch, --fanout-split and --inbox-cap must be at least 1")
+	case c.pageSize < 1 || c.pageSize > 50:
+		return errors.New("--page-size must be from 1 to 50")
+	case bf.runs < 1:
+		return errors.New("--runs must be at least 1")
+	}
+	if !set["pull-threshold"] {
+		// The benchmarks measure push: fan-out to every follower. With the
+		// default threshold an author this large would be in pull mode.
+		c.pullAt = 0
+	}
+	if c.rescueAfter < c.jobTimeout {
+		c.rescueAfter = c.jobTimeout
+	}
+	if c.redisURL != "" {
+		if _, err := goredis.ParseURL(c.redisURL); err != nil {
+			return fmt.Errorf("--redis-url: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
+	defer cancel()
+
+	log, err := newLogger(c, stderr)
+	if err != nil {
+		return err
+	}
+	tag := randomTag()
+
+	var rdb *goredis.Client
+	if c.redisURL != "" {
+		opts, _ := goredis.ParseURL(c.redisURL)
+		opts.PoolSize = 16
+		rdb = goredis.NewClient(opts)
+		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		// Everything the run writes goes under a prefix of its own.
+		c.redisPrefix += "feeddbench:" + tag + ":"
+		defer func() {
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer ccancel()
+			if n, err := bench.DeleteKeys(cctx, rdb, c.redisPrefix); err != nil {
+				fmt.Fprintf(stderr, "feedd bench: deleting keys %s*: %v\n", c.redisPrefix, err)
+			} else if n > 0 {
+				fmt.Fprintf(stderr, "deleted %d Redis keys under %s\n", n, c.redisPrefix)
+			}
+		}()
+	}
+
+	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Progress: stderr}
+	if sub != "memory" {
+		cleanup, err := benchDatabase(ctx, c, tag, set["data"])
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		a, err := openApp(ctx, c, log)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		env.Service = a.service
+		env.Start = a.start
+		env.Stop = a.stop
+		defer func() {
+			// Whatever fan-out is still queued is abandoned with the database.
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer scancel()
+			a.stop(sctx)
+		}()
+		env.Handler = func(extra map[string]http.Handler) http.Handler {
+			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra}).Handler()
+		}
+		if c.databaseURL != "" {
+			pool, err := pgxpool.New(ctx, c.databaseURL)
+			if err != nil {
+				return err
+			}
+			env.Store = &bench.PostgresStore{Pool: pool}
+		} else {
+			db, err := sqlite.Open(ctx, c.dataDir)
+			if err != nil {
+				return err
+			}
+			env.Store = &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+		}
+		defer env.Store.Close()
+	}
+
+	// The machine's load, for the record: figures taken while other work
+	// ran on the same cores are not comparable.
+	fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
+	defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
+
+	var out any
+	var text string
+	switch sub {
+	case "fanout":
+		r, err := bench.Fanout(ctx, env, bench.FanoutOptions{Followers: bf.followers, Runs: bf.runs, CPUProfile: bf.cpuProfile})
+		if err != nil {
+			return err
+		}
+		out = r
+		seed, limit := "one ZADD per follower, each awaited, one connection", "the same ZADDs pipelined, 4 connections, no application logic"
+		if r.Backend != "redis" {
+			seed, limit = "one INSERT per follower, each its own statement", "the same rows in bulk INSERT ... SELECT statements"
+		}
+		text = fmt.Sprintf("fan-out of one post to %d followers, inboxes in %s (median of %d runs)\n"+
+			"  seed   %12.0f deliveries/s   (the tutorial's loop: %s)\n"+
+			"  feedd  %12.0f deliveries/s   (publish until the last inbox holds the post: %.3f s)\n"+
+			"  limit  %12.0f deliveries/s   (%s)\n"+
+			"  feedd/seed %.1fx, feedd/limit %.2f\n",
+			r.Followers, r.Backend, len(r.Runs), r.SeedPerS, seed, r.FeeddPerS, r.FeeddSeconds, r.LimitPerS, limit,
+			r.FeeddPerS/r.SeedPerS, r.FeeddPerS/r.LimitPerS)
+	case "read":
+		r, err := bench.Read(ctx, env, bench.ReadOptions{
+			Users: bf.users, Follows: bf.follows, Posts: bf.posts, Concurrency: bf.concurrency,
+			Duration: bf.duration, Runs: bf.runs, PageSize: c.pageSize, CPUProfile: bf.cpuProfile,
+		})
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "publish":
+		r, err := bench.Publish(ctx, env, bench.PublishOptions{
+			Followers: bf.followers, Publishes: bf.publishes, Interval: bf.interval,
+		})
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "memory":
+		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
+			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
+		})
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	}
+	if bf.json {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprint(stdout, text)
+	}
+	return nil
+}
+
+// newBenchFlagSet declares serve's flags and the benchmark's. explicit
+// reports which flags the command line set.
+func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) string, out io.Writer) (*flag.FlagSet, func(*flag.FlagSet) map[string]bool) {
+	fs := newFlagSet("bench "+sub, c, getenv, out)
+	fs.Init("feedd bench "+sub, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(out, benchUsage)
+		fs.PrintDefaults()
+	}
+	// A benchmark's own log is noise unless something goes wrong.
+	if getenv("FEED_LOG_LEVEL") == "" {
+		fs.Set("log-level", "warn")
+		fs.Lookup("log-level").DefValue = "warn"
+	}
+	fs.Lookup("data").Usage = "directory in which the benchmark makes its temporary SQLite database (default: the system's temp dir)"
+	fs.Lookup("data").DefValue = ""
+	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
+	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
+	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
+	fs.IntVar(&bf.users, "users", 3000, "read: users of the synthetic graph")
+	fs.IntVar(&bf.follows, "follows", 20, "read: users each user follows")
+	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
+	fs.IntVar(&bf.concurrency, "concurrency", 64, "read: concurrent clients")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run")
+	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes")
+	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish: pause between two publishes")
+	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
+	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
+	return fs, func(fs *flag.FlagSet) map[string]bool {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return set
+	}
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("?" elsewhere).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
+func randomTag() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// benchDatabase points c at a database of the benchmark's own and returns
+// the function that removes it: a temporary directory for SQLite, or a
+// temporary database on the PostgreSQL server of --database-url.
+func benchDatabase(ctx context.Context, c *config, tag string, dataSet bool) (func(), error) {
+	if c.databaseURL == "" {
+		parent := ""
+		if dataSet {
+			parent = c.dataDir
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		dir, err := os.MkdirTemp(parent, "feedd-bench-")
+		if err != nil {
+			return nil, err
+		}
+		c.dataDir = dir
+		return func() { os.RemoveAll(dir) }, nil
+	}
+	admin := c.databaseURL
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	name := "feedd_bench_" + tag
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("postgres: create the benchmark's database (CREATEDB needed): %w", err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil || u.Scheme == "" {
+		return nil, fmt.Errorf("feedd bench needs --database-url as a postgres:// URL")
+	}
+	u.Path = "/" + name
+	c.databaseURL = u.String()
+	return func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(cctx, admin)
+		if err != nil {
+			return
+		}
+		defer conn.Close(cctx)
+		conn.Exec(cctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}, nil
+}

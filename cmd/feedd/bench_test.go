@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/testenv"
+)
+
+// runBenchJSON runs `feedd bench args... --json` and returns its object.
+// The sizes are tiny: these tests check that every benchmark runs end to
+// end and reports what it must, not the figures (BENCHMARKS.md has those).
+func runBenchJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args = append(append([]string{"bench"}, args...), "--json", "--data", t.TempDir())
+	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("feedd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("output %q: %v", stdout.String(), err)
+	}
+	return out
+}
+
+func wantFields(t *testing.T, out map[string]any, fields ...string) {
+	t.Helper()
+	var got []string
+	for k := range out {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	slices.Sort(fields)
+	if !slices.Equal(got, fields) {
+		t.Fatalf("fields %v, want %v", got, fields)
+	}
+	for _, f := range fields {
+		if x, ok := out[f].(float64); !ok || x <= 0 {
+			t.Errorf("%s = %v, want a positive number", f, out[f])
+		}
+	}
+}
+
+var (
+	fanoutFields = []string{"followers", "seed_per_s", "feedd_per_s", "limit_per_s", "feedd_seconds"}
+	readFields   = []string{"feedd_rps", "seed_rps", "feedd_p99_ms", "seed_p99_ms"}
+)
+
+// noKeysLeft checks that a benchmark deleted every key it wrote.
+func noKeysLeft(t *testing.T, url, prefix string) {
+	t.Helper()
+	opt, _ := goredis.ParseURL(url)
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	keys, _, err := rdb.Scan(context.Background(), 0, prefix+"*", 100_000).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		t.Errorf("%d keys left under %s, e.g. %s", len(keys), prefix, keys[0])
+	}
+}
+
+func TestBenchFanoutEmbedded(t *testing.T) {
+	out := runBenchJSON(t, "fanout", "--followers", "3000", "--runs", "2")
+	wantFields(t, out, fanoutFields...)
+	if out["followers"] != 3000.0 {
+		t.Errorf("followers = %v", out["followers"])
+	}
+}
+
+func TestBenchFanoutRedis(t *testing.T) {
+	url, prefix := testenv.RedisURL(t)
+	out := runBenchJSON(t, "fanout", "--followers", "3000", "--redis-url", url, "--redis-prefix", prefix)
+	wantFields(t, out, fanoutFields...)
+	noKeysLeft(t, url, prefix)
+}
+
+func TestBenchFanoutPostgres(t *testing.T) {
+	out := runBenchJSON(t, "fanout", "--followers", "3000", "--database-url", testenv.PostgresURL(t))
+	wantFields(t, out, fanoutFields...)
+}
+
+func TestBenchReadEmbedded(t *testing.T) {
+	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
+	wantFields(t, out, readFields...)
+}
+
+func TestBenchReadRedis(t *testing.T) {
+	url, prefix := testenv.RedisURL(t)
+	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms",
+		"--redis-url", url, "--redis-prefix", prefix)
+	wantFields(t, out, readFields...)
+	noKeysLeft(t, url, prefix)
+}
+
+func TestBenchPublish(t *testing.T) {
+	out := runBenchJSON(t, "publish", "--followers", "500", "--publishes", "5", "--interval", "1ms")
+	wantFields(t, out, "followers", "publishes", "idle_p50_ms", "idle_p99_ms", "small_p50_ms", "small_p99_ms",
+		"large_p50_ms", "large_p99_ms", "p99_ratio")
+}
+
+// TestBenchMemory runs on a redis-server of its own: it changes the
+// server's encoding settings (and restores them).
+func TestBenchMemory(t *testing.T) {
+	r := startOwnRedis(t)
+	out := runBenchJSON(t, "memory", "--redis-url", r.url(), "--inboxes", "200", "--inbox-cap", "200")
+	def, _ := out["default"].(map[string]any)
+	rec, _ := out["recommended"].(map[string]any)
+	if def["encoding"] != "skiplist" || rec["encoding"] != "listpack" {
+		t.Errorf("encodings %v and %v, want skiplist and listpack", def["encoding"], rec["encoding"])
+	}
+	if d, r := def["bytes_per_entry"].(float64), rec["bytes_per_entry"].(float64); !(r > 0 && r < d) {
+		t.Errorf("bytes per entry: default %v, recommended %v", d, r)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(r.url(), "redis://"), "/0")})
+	defer c.Close()
+	if v := c.ConfigGet(context.Background(), "zset-max-listpack-entries").Val()["zset-max-listpack-entries"]; v != "128" {
+		t.Errorf("zset-max-listpack-entries left at %s", v)
+	}
+}
+
+func TestBenchBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench"},
+		{"bench", "nosuch"},
+		{"bench", "memory"}, // needs --redis-url
+		{"bench", "fanout", "--redis-cluster", "127.0.0.1:1"},
+		{"bench", "fanout", "--followers", "0"},
+	} {
+		var out bytes.Buffer
+		if err := run(t.Context(), args, func(string) string { return "" }, &out, &out); err == nil {
+			t.Errorf("feedd %s: no error", strings.Join(args, " "))
+		}
+	}
+}
