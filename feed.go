@@ -193,6 +193,10 @@ type FollowStore interface {
 	// FollowersAfter returns up to limit follower ids of followeeID greater
 	// than after, ascending: a keyset page of the fan-out audience.
 	FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error)
+	// NthFollowerAfter returns the n-th follower id of followeeID greater
+	// than after (ascending), or 0 when fewer than n remain: one index
+	// probe, the boundary of a slice of a big audience, without reading it.
+	NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error)
 }
 
 // CodeSender delivers login codes to a phone.

@@ -792,6 +792,17 @@ func testFollowersAfter(t *testing.T, b *Backend) {
 		after = page[len(page)-1]
 	}
 	wantIDs(t, "FollowersAfter, paged", got, fans)
+	for _, c := range []struct {
+		after int64
+		n     int
+		want  int64
+	}{{0, 1, fans[0]}, {0, 7, fans[6]}, {fans[6], 7, fans[13]}, {0, 25, fans[24]}, {0, 26, 0}, {fans[20], 4, fans[24]}, {fans[20], 5, 0}} {
+		got, err := b.Follows.NthFollowerAfter(ctx, star, c.after, c.n)
+		must(t, err, "NthFollowerAfter")
+		if got != c.want {
+			t.Fatalf("NthFollowerAfter(after %d, n %d) = %d, want %d", c.after, c.n, got, c.want)
+		}
+	}
 	page, err := b.Follows.FollowersAfter(ctx, star, fans[10], 5)
 	must(t, err, "FollowersAfter")
 	wantIDs(t, "FollowersAfter(after a follower)", page, fans[11:16])

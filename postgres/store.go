@@ -476,6 +476,18 @@ func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int
 		WHERE x.follower_id = $2 ORDER BY x.followee_id LIMIT $3`, b, a, limit))
 }
 
+// NthFollowerAfter implements feed.FollowStore: the OFFSET walks the index
+// follows_followee (an index-only scan) without sending rows.
+func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error) {
+	var id int64
+	err := db.Pool.QueryRow(ctx, `SELECT follower_id FROM follows WHERE followee_id = $1 AND follower_id > $2
+		ORDER BY follower_id LIMIT 1 OFFSET $3`, followeeID, after, n-1).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
 // FollowersAfter implements feed.FollowStore.
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
 	return scanIDs(db.Pool.Query(ctx, `SELECT follower_id FROM follows WHERE followee_id = $1 AND follower_id > $2

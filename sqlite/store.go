@@ -430,6 +430,18 @@ func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int
 		WHERE x.follower_id = ? ORDER BY x.followee_id LIMIT ?`, b, a, limit))
 }
 
+// NthFollowerAfter implements feed.FollowStore: the OFFSET walks the
+// covering index follows_followee without producing rows.
+func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error) {
+	var id int64
+	err := db.Read.QueryRowContext(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
+		ORDER BY follower_id LIMIT 1 OFFSET ?`, followeeID, after, n-1).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
 // FollowersAfter implements feed.FollowStore.
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
 	return scanIDs(db.Read.QueryContext(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
