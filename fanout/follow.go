@@ -79,21 +79,28 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 // mode returns authorID's distribution mode for a new post, entering pull
 // mode first if the audience has reached the threshold.
 func (d *Deps) mode(ctx context.Context, authorID int64) (feed.Mode, error) {
+	mode, _, err := d.author(ctx, authorID)
+	return mode, err
+}
+
+// author is mode, with the audience size it was decided on (one read of
+// the user).
+func (d *Deps) author(ctx context.Context, authorID int64) (feed.Mode, int, error) {
 	if d.Users == nil || d.Social == nil || d.PullThreshold <= 0 {
-		return feed.PushMode, nil
+		return feed.PushMode, 0, nil
 	}
 	u, err := d.Users.User(ctx, authorID)
 	if err != nil {
-		return feed.PushMode, err
+		return feed.PushMode, 0, err
 	}
 	if u.Mode == feed.PushMode && u.Fans >= d.PullThreshold {
 		if err := d.Social.SetMode(ctx, authorID, feed.PullMode); err != nil {
-			return feed.PushMode, err
+			return feed.PushMode, 0, err
 		}
 		d.Log.Info("author enters pull mode", "author_id", authorID, "fans", u.Fans)
-		return feed.PullMode, nil
+		return feed.PullMode, u.Fans, nil
 	}
-	return u.Mode, nil
+	return u.Mode, u.Fans, nil
 }
 
 // settleMode moves authorID between push and pull mode when their audience
@@ -106,23 +113,19 @@ func (d *Deps) mode(ctx context.Context, authorID int64) (feed.Mode, error) {
 // merged, so none is missing from any feed at any moment; then push mode. A
 // job cut off while leaving is retried and resumes from LeavingPullMode.
 func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error) {
-	mode, err := d.mode(ctx, authorID)
+	mode, fans, err := d.author(ctx, authorID)
 	if err != nil || mode == feed.PushMode || d.PullThreshold <= 0 {
 		return mode, err
 	}
-	u, err := d.Users.User(ctx, authorID)
-	if err != nil {
-		return mode, err
-	}
-	if u.Mode == feed.PullMode {
-		if u.Fans*10 >= d.PullThreshold*9 {
+	if mode == feed.PullMode {
+		if fans*10 >= d.PullThreshold*9 {
 			return feed.PullMode, nil
 		}
 		if err := d.Social.SetMode(ctx, authorID, feed.LeavingPullMode); err != nil {
 			return mode, err
 		}
 	}
-	d.Log.Info("author leaves pull mode", "author_id", authorID, "fans", u.Fans)
+	d.Log.Info("author leaves pull mode", "author_id", authorID, "fans", fans)
 	es, err := d.Outbox.Entries(ctx, []int64{authorID}, feed.AtMost(math.MaxInt64), d.backfill())
 	if err != nil {
 		return mode, &inboxError{err}

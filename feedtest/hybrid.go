@@ -2,7 +2,7 @@ package feedtest
 
 import (
 	"context"
-	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -258,7 +258,7 @@ func testHybridNative(t *testing.T, b *Backend) {
 		}
 		limit := 1 + h.r.IntN(30)
 		h.mu.Lock()
-		deletedBefore := maps(h.deleted)
+		deletedBefore := maps.Clone(h.deleted)
 		h.mu.Unlock()
 		page, err := h.svc.Timeline(h.ctx, h.viewer, cur, limit)
 		must(t, err, "Timeline")
@@ -328,14 +328,6 @@ func (g goroutineTB) Fatal(args ...any) {
 	runtime.Goexit()
 }
 
-func maps(m map[int64]bool) map[int64]bool {
-	out := make(map[int64]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 func testHybridCompatible(t *testing.T, b *Backend) {
 	h := newHybrid(t, b)
 	h.publishBursts(400)
@@ -382,7 +374,6 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 		start = h.clock.Load()
 		want = h.expected(start)
 	}
-	_ = fmt.Sprint
 }
 
 // testFeedViews checks a store's one-query hydration (feed.FeedViewer)
