@@ -1,5 +1,11 @@
 package feed
 
+// Job is a durable background job. Stores enqueue jobs in the transaction
+// of the change that needs them, so a committed change always gets its job
+// and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob
+// and FollowJob are all there is, and only this package can add to it.
+type Job interface{ isJob() }
+
 // FanoutJob delivers a new post to the inboxes of its author and every
 // follower. Stores enqueue it in the transaction that commits the post.
 type FanoutJob struct {
@@ -16,3 +22,16 @@ type RemoveJob struct {
 	AuthorID int64
 	Score    int64
 }
+
+// FollowJob updates a follower's inbox after a follow (backfill the
+// followee's recent posts) or an unfollow (remove them). Stores enqueue it
+// in the transaction that changes the follow.
+type FollowJob struct {
+	FollowerID int64
+	FolloweeID int64
+	Follow     bool
+}
+
+func (FanoutJob) isJob() {}
+func (RemoveJob) isJob() {}
+func (FollowJob) isJob() {}

@@ -5,32 +5,42 @@ import (
 	"time"
 )
 
-// Outbox holds each author's own posts, newest first: the pull side of the
-// feed. Posts of authors in pull mode (huge audiences) are not fanned out;
-// readers merge these authors' outboxes into their inbox at read time.
-// Implementations: the posts index in SQL (sqlite.Outbox, postgres.Outbox),
-// a sorted set per author in Redis (redis.Outbox).
-type Outbox interface {
-	// Add records a post of authorID. Idempotent.
-	Add(ctx context.Context, authorID int64, e Entry) error
-	// Remove forgets a deleted post of authorID. Idempotent.
-	Remove(ctx context.Context, authorID int64, e Entry) error
-	// Entries returns, for every author in authorIDs, their first (at most
-	// limit) entries within b, all merged in feed order. One round trip
-	// whatever the number of authors.
-	Entries(ctx context.Context, authorIDs []int64, b Bound, limit int) ([]Entry, error)
-}
+// CommonFollowsMax bounds the list of users two users both follow.
+const CommonFollowsMax = 100
 
-// Cursor is a position in a feed: the last entry seen. The next page holds
-// the entries after it in feed order, whatever was inserted or removed
-// meanwhile (a keyset on score, post id).
-type Cursor = Entry
+// Mode is how an author's posts reach their followers.
+type Mode int
 
-// Page is one page of the native timeline.
-type Page struct {
-	List []PostView
-	// Next is the cursor of the page's last entry; nil at the end.
-	Next *Cursor
+const (
+	// PushMode: posts are fanned out to every follower's inbox.
+	PushMode Mode = 0
+	// PullMode: posts stay in the author's outbox; readers merge it.
+	PullMode Mode = 1
+	// LeavingPullMode: the author's audience fell below the threshold and
+	// their recent posts are being pushed to the inboxes. Posts are both
+	// fanned out and merged until that finishes, so none is missing from
+	// any feed in between.
+	LeavingPullMode Mode = 2
+)
+
+// FollowStore persists the follow graph.
+type FollowStore interface {
+	// SetFollow makes followerID follow (or stop following) followeeID and
+	// keeps both users' counts in step, and when the follow changed enqueues
+	// a FollowJob in the same transaction. Idempotent. ENOTFOUND if
+	// followeeID does not exist; EFORBIDDEN if either blocks the other.
+	SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error
+	// IsFollowing reports whether followerID follows followeeID.
+	IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error)
+	// CommonFollowees returns the ids of users that both a and b follow.
+	CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int64, error)
+	// FollowersAfter returns up to limit follower ids of followeeID greater
+	// than after, ascending: a keyset page of the fan-out audience.
+	FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error)
+	// NthFollowerAfter returns the n-th follower id of followeeID greater
+	// than after (ascending), or 0 when fewer than n remain: one index
+	// probe, the boundary of a slice of a big audience, without reading it.
+	NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error)
 }
 
 // SocialStore persists the graph beyond follows: mutes, blocks, pull mode,
@@ -41,7 +51,7 @@ type SocialStore interface {
 	SetMute(ctx context.Context, userID, targetID int64, mute bool, now time.Time) error
 	// SetBlock makes userID block (or unblock) targetID. Blocking removes
 	// the follows in both directions (keeping counts in step, and enqueuing
-	// a feed.FollowJob with Follow=false for each removed follow in the same
+	// a FollowJob with Follow=false for each removed follow in the same
 	// transaction). Idempotent. ENOTFOUND if targetID does not exist.
 	SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error
 	// Muted and Blocked list the ids userID mutes or blocks, after the given
@@ -71,35 +81,132 @@ type SocialStore interface {
 	ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error)
 }
 
-// FollowJob updates a follower's inbox after a follow (backfill the
-// followee's recent posts) or an unfollow (remove them). Stores enqueue it
-// in the transaction that changes the follow.
-type FollowJob struct {
-	FollowerID int64
-	FolloweeID int64
-	Follow     bool
+// Follow makes userID follow (follow=true) or unfollow targetID. Idempotent.
+func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow bool) error {
+	if err := validID("id", targetID); err != nil {
+		return err
+	}
+	if userID == targetID {
+		return Errorf(EINVALID, "you cannot follow yourself")
+	}
+	if err := s.Follows.SetFollow(ctx, userID, targetID, follow, s.now()); err != nil {
+		return err
+	}
+	if follow && s.PullThreshold > 0 {
+		// Enter pull mode with the follow that crosses the threshold, so
+		// that no read or rebuild from now on copies this author's posts
+		// into inboxes. (A post job does the same check, should this
+		// process stop right here.)
+		u, err := s.Users.User(ctx, targetID)
+		if err != nil {
+			return err
+		}
+		if u.Mode == PushMode && u.Fans >= s.PullThreshold {
+			return s.Social.SetMode(ctx, targetID, PullMode)
+		}
+	}
+	return nil
 }
 
-// Mode is how an author's posts reach their followers.
-type Mode int
+// IsFollowing reports whether userID follows targetID.
+func (s *Service) IsFollowing(ctx context.Context, userID, targetID int64) (bool, error) {
+	if err := validID("id", targetID); err != nil {
+		return false, err
+	}
+	return s.Follows.IsFollowing(ctx, userID, targetID)
+}
+
+// CommonFollows returns the users that both userID and targetID follow.
+func (s *Service) CommonFollows(ctx context.Context, userID, targetID int64) ([]*User, error) {
+	if err := validID("id", targetID); err != nil {
+		return nil, err
+	}
+	if _, err := s.Users.User(ctx, targetID); err != nil {
+		return nil, err
+	}
+	ids, err := s.Follows.CommonFollowees(ctx, userID, targetID, CommonFollowsMax)
+	if err != nil {
+		return nil, err
+	}
+	return s.usersInOrder(ctx, ids)
+}
+
+// Mute makes userID mute (mute=true) or unmute targetID: a muted author's
+// posts leave userID's feed and stay out. Idempotent.
+func (s *Service) Mute(ctx context.Context, userID, targetID int64, mute bool) error {
+	if err := validID("id", targetID); err != nil {
+		return err
+	}
+	if userID == targetID {
+		return Errorf(EINVALID, "you cannot mute yourself")
+	}
+	return s.Social.SetMute(ctx, userID, targetID, mute, s.now())
+}
+
+// Block makes userID block (block=true) or unblock targetID. Blocking
+// removes the follows both ways and stops future follows. Idempotent.
+func (s *Service) Block(ctx context.Context, userID, targetID int64, block bool) error {
+	if err := validID("id", targetID); err != nil {
+		return err
+	}
+	if userID == targetID {
+		return Errorf(EINVALID, "you cannot block yourself")
+	}
+	return s.Social.SetBlock(ctx, userID, targetID, block, s.now())
+}
+
+// UserList names one of the native API's lists of users.
+type UserList int
 
 const (
-	// PushMode: posts are fanned out to every follower's inbox.
-	PushMode Mode = 0
-	// PullMode: posts stay in the author's outbox; readers merge it.
-	PullMode Mode = 1
-	// LeavingPullMode: the author's audience fell below the threshold and
-	// their recent posts are being pushed to the inboxes. Posts are both
-	// fanned out and merged until that finishes, so none is missing from
-	// any feed in between.
-	LeavingPullMode Mode = 2
+	FollowersList UserList = iota
+	FollowingList
+	MutedList
+	BlockedList
 )
 
-// FeedViewer is implemented by stores that hydrate a feed page in one round
-// trip; Service uses it when the PostStore has it.
-type FeedViewer interface {
-	// FeedViews returns the posts among ids that exist and belong in
-	// viewerID's feed (as SocialStore.Visible decides), each with its
-	// author (ID, NickName, Icon) and the viewer's like, by id.
-	FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error)
+// List returns a keyset page of one of ownerID's user lists: users with ids
+// after `after`, ascending, at most limit (0: DefaultTimelineLimit); next is
+// the id to continue after (0 at the end). Mutes and blocks are private:
+// only their owner (viewerID) may list them.
+func (s *Service) List(ctx context.Context, viewerID, ownerID int64, list UserList, after int64, limit int) (users []*User, next int64, err error) {
+	if err := validID("id", ownerID); err != nil {
+		return nil, 0, err
+	}
+	if after < 0 {
+		return nil, 0, Errorf(EINVALID, "cursor is not one this server returned")
+	}
+	if limit == 0 {
+		limit = DefaultTimelineLimit
+	}
+	if limit < 1 || limit > MaxListLimit {
+		return nil, 0, Errorf(EINVALID, "limit must be an integer from 1 to %d", MaxListLimit)
+	}
+	if _, err := s.Users.User(ctx, ownerID); err != nil {
+		return nil, 0, err
+	}
+	if (list == MutedList || list == BlockedList) && viewerID != ownerID {
+		return nil, 0, Errorf(EFORBIDDEN, "only the owner may list mutes and blocks")
+	}
+	var ids []int64
+	switch list {
+	case FollowersList:
+		ids, err = s.Social.Followers(ctx, ownerID, after, limit+1)
+	case FollowingList:
+		ids, err = s.Social.Following(ctx, ownerID, after, limit+1)
+	case MutedList:
+		ids, err = s.Social.Muted(ctx, ownerID, after, limit+1)
+	case BlockedList:
+		ids, err = s.Social.Blocked(ctx, ownerID, after, limit+1)
+	default:
+		return nil, 0, Errorf(EINVALID, "no such list")
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(ids) > limit {
+		ids, next = ids[:limit], ids[limit-1]
+	}
+	users, err = s.usersInOrder(ctx, ids)
+	return users, next, err
 }

@@ -75,19 +75,17 @@ func (BatchArgs) Kind() string { return "feed_batch" }
 
 // Deps is what the workers read and write.
 type Deps struct {
+	// Every store is required; every backend provides them all.
 	Follows feed.FollowStore
 	Inbox   feed.Inbox
-	// Users, Social and Outbox enable the hybrid model: pull mode for big
-	// audiences, backfill on follow, skipping inactive followers. Without
-	// them every post is pushed to every follower.
-	Users  feed.UserStore
-	Social feed.SocialStore
-	Outbox feed.Outbox
+	Users   feed.UserStore
+	Social  feed.SocialStore
+	Outbox  feed.Outbox
 	// PullThreshold: an author with at least this many followers is put in
 	// pull mode (0: never); they leave it below 9/10 of it.
 	PullThreshold int
 	// Backfill is how many of an author's newest posts a new follower gets
-	// in their inbox (default 200; never more than InboxCap).
+	// in their inbox (default feed.DefaultBackfill; never more than InboxCap).
 	Backfill int
 	InboxCap int
 	// ActiveWindow: followers not seen for this long are skipped by fan-out
@@ -103,7 +101,9 @@ type Deps struct {
 }
 
 func (d *Deps) batchSize() int { return cmp(d.BatchSize, 1000) }
-func (d *Deps) backfill() int  { return min(cmp(d.Backfill, 200), cmp(d.InboxCap, 800)) }
+func (d *Deps) backfill() int {
+	return min(cmp(d.Backfill, feed.DefaultBackfill), cmp(d.InboxCap, feed.DefaultInboxCap))
+}
 
 func (d *Deps) now() time.Time {
 	if d.Now != nil {
@@ -115,7 +115,7 @@ func (d *Deps) now() time.Time {
 // since is the activity horizon of a delivery: followers last active before
 // it are skipped (0: none is).
 func (d *Deps) since() int64 {
-	if d.ActiveWindow <= 0 || d.Social == nil {
+	if d.ActiveWindow <= 0 {
 		return 0
 	}
 	return d.now().Add(-d.ActiveWindow).UnixMilli()
@@ -247,21 +247,14 @@ func (q *Queue[TTx]) Stop(ctx context.Context) error {
 	return err
 }
 
-// EnqueueTx inserts the jobs for feed.FanoutJob and feed.RemoveJob values in
-// tx. It is the stores' Enqueue hook.
-func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...any) error {
+// EnqueueTx inserts the River jobs of feed jobs in tx. It is the stores'
+// Enqueue hook.
+func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...feed.Job) error {
 	params := make([]river.InsertManyParams, 0, len(jobs))
 	for _, j := range jobs {
-		var args river.JobArgs
-		switch j := j.(type) {
-		case feed.FanoutJob:
-			args = PostArgs{Op: OpAdd, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
-		case feed.RemoveJob:
-			args = PostArgs{Op: OpRemove, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}
-		case feed.FollowJob:
-			args = FollowArgs{FollowerID: j.FollowerID, FolloweeID: j.FolloweeID, Follow: j.Follow}
-		default:
-			return fmt.Errorf("fanout: unknown job %T", j)
+		args, err := argsOf(j)
+		if err != nil {
+			return err
 		}
 		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityPost}})
 	}
@@ -270,6 +263,20 @@ func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...any) error {
 	}
 	_, err := q.Client.InsertManyTx(ctx, tx, params)
 	return err
+}
+
+// argsOf returns the River job of a feed job. feed.Job is a closed set, so
+// the error is only for a type added there and not here.
+func argsOf(j feed.Job) (river.JobArgs, error) {
+	switch j := j.(type) {
+	case feed.FanoutJob:
+		return PostArgs{Op: OpAdd, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}, nil
+	case feed.RemoveJob:
+		return PostArgs{Op: OpRemove, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}, nil
+	case feed.FollowJob:
+		return FollowArgs{FollowerID: j.FollowerID, FolloweeID: j.FolloweeID, Follow: j.Follow}, nil
+	}
+	return nil, fmt.Errorf("fanout: no River job for %T", j)
 }
 
 type postWorker[TTx any] struct {
@@ -293,16 +300,14 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			return err
 		}
 	}
-	if d.Outbox != nil {
-		var err error
-		if a.Op == OpAdd {
-			err = d.Outbox.Add(ctx, a.AuthorID, e)
-		} else {
-			err = d.Outbox.Remove(ctx, a.AuthorID, e)
-		}
-		if err != nil {
-			return &inboxError{err}
-		}
+	var err error
+	if a.Op == OpAdd {
+		err = d.Outbox.Add(ctx, a.AuthorID, e)
+	} else {
+		err = d.Outbox.Remove(ctx, a.AuthorID, e)
+	}
+	if err != nil {
+		return &inboxError{err}
 	}
 	if err := apply(ctx, d.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
 		return err

@@ -60,7 +60,7 @@ func newWorld(t *testing.T, followers int) *world {
 	}
 	w := &world{db: db, inbox: &sqlite.Inbox{DB: db}}
 	// Follows enqueue jobs too; until the test's queue exists, drop them.
-	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return nil }
+	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
 	now := time.Now()
 	a, err := db.FindOrCreateUser(ctx, "13800000000", "author", now)
 	if err != nil {
@@ -83,7 +83,7 @@ func newWorld(t *testing.T, followers int) *world {
 func (w *world) queue(t *testing.T, ib feed.Inbox) *fanout.Queue[*sql.Tx] {
 	t.Helper()
 	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 4, PollInterval: 20 * time.Millisecond},
-		&fanout.Deps{Follows: w.db, Inbox: ib, BatchSize: 50, SplitSize: 300})
+		&fanout.Deps{Follows: w.db, Users: w.db, Social: w.db, Outbox: &sqlite.Outbox{DB: w.db}, Inbox: ib, BatchSize: 50, SplitSize: 300})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (w *followWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	d := w.deps
 	mode, err := d.settleMode(ctx, a.FolloweeID)
-	if err != nil || d.Outbox == nil {
+	if err != nil {
 		return err
 	}
 	// Jobs of one pair may run out of order (follow, unfollow, follow in
@@ -64,7 +64,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	}
 	// Unfollow: the followee's posts leave the inbox. An inbox holds at most
 	// InboxCap entries, so the followee's newest InboxCap posts cover it.
-	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), cmp(d.InboxCap, 800))
+	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), cmp(d.InboxCap, feed.DefaultInboxCap))
 	if err != nil {
 		return &inboxError{err}
 	}
@@ -86,7 +86,7 @@ func (d *Deps) mode(ctx context.Context, authorID int64) (feed.Mode, error) {
 // author is mode, with the audience size it was decided on (one read of
 // the user).
 func (d *Deps) author(ctx context.Context, authorID int64) (feed.Mode, int, error) {
-	if d.Users == nil || d.Social == nil || d.PullThreshold <= 0 {
+	if d.PullThreshold <= 0 {
 		return feed.PushMode, 0, nil
 	}
 	u, err := d.Users.User(ctx, authorID)

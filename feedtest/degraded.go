@@ -71,7 +71,7 @@ func testDegraded(t *testing.T, b *Backend) {
 		var ids []int64
 		last, off := w.clock.Load()+1, 0
 		for i := 0; i < 10000; i++ {
-			res, err := svc.ScrollFeed(w.ctx, viewer, last, off, size)
+			res, err := svc.ScrollFeed(w.ctx, viewer, feed.ScrollCursor{LastID: last, Offset: off}, size)
 			must(t, err, "ScrollFeed")
 			if res == nil {
 				return ids

@@ -31,7 +31,8 @@ func (noCodes) SendCode(context.Context, string, string) error { return nil }
 
 func newService(b *Backend, clock *atomic.Int64) *feed.Service {
 	return &feed.Service{
-		Users: b.Users, Auth: b.Auth, Posts: b.Posts, Follows: b.Follows, Inbox: b.Inbox, Codes: noCodes{},
+		Users: b.Users, Auth: b.Auth, Posts: b.Posts, Follows: b.Follows, Social: b.Social,
+		Inbox: b.Inbox, Outbox: b.Outbox, Codes: noCodes{},
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) },
 	}
 }
@@ -81,7 +82,7 @@ func testWorkedExample(t *testing.T, b *Backend) {
 			{40, 3, []int64{30}, []int64{ids[30][0]}, 30, 1},
 		}
 		for _, s := range steps {
-			res, err := svc.ScrollFeed(ctx, viewer, s.lastID, s.offset, 2)
+			res, err := svc.ScrollFeed(ctx, viewer, feed.ScrollCursor{LastID: s.lastID, Offset: s.offset}, 2)
 			must(t, err, "ScrollFeed")
 			if res == nil {
 				t.Fatalf("viewer %d: ScrollFeed(%d, %d, 2) = no data, want scores %v", viewer, s.lastID, s.offset, s.scores)
@@ -101,14 +102,14 @@ func testWorkedExample(t *testing.T, b *Backend) {
 			}
 		}
 		for range 2 {
-			res, err := svc.ScrollFeed(ctx, viewer, 30, 1, 2)
+			res, err := svc.ScrollFeed(ctx, viewer, feed.ScrollCursor{LastID: 30, Offset: 1}, 2)
 			must(t, err, "ScrollFeed")
 			if res != nil {
 				t.Fatalf("viewer %d: ScrollFeed(30, 1, 2) past the end = %+v, want no data", viewer, res)
 			}
 		}
 	}
-	res, err := svc.ScrollFeed(ctx, loner, 51, 0, 2)
+	res, err := svc.ScrollFeed(ctx, loner, feed.ScrollCursor{LastID: 51, Offset: 0}, 2)
 	must(t, err, "ScrollFeed")
 	if res != nil {
 		t.Fatalf("ScrollFeed of an empty inbox = %+v, want no data", res)
@@ -117,7 +118,7 @@ func testWorkedExample(t *testing.T, b *Backend) {
 		lastID       int64
 		offset, size int
 	}{{0, 0, 2}, {-1, 0, 2}, {51, -1, 2}, {51, 0, -1}, {51, 0, feed.MaxPageSize + 1}, {51, feed.MaxOffset + 1, 2}} {
-		_, err := svc.ScrollFeed(ctx, author, c.lastID, c.offset, c.size)
+		_, err := svc.ScrollFeed(ctx, author, feed.ScrollCursor{LastID: c.lastID, Offset: c.offset}, c.size)
 		wantCode(t, err, feed.EINVALID, fmt.Sprintf("ScrollFeed(%d, %d, %d)", c.lastID, c.offset, c.size))
 	}
 }
@@ -304,13 +305,13 @@ func (s *scroller) run(ctx context.Context) error {
 			return fmt.Errorf("the scroll did not end after %d requests (cursor %d, %d)", s.maxReq, lastID, offset)
 		}
 		size := s.sizes()
-		res, err := s.svc.ScrollFeed(ctx, s.viewer, lastID, offset, size)
+		res, err := s.svc.ScrollFeed(ctx, s.viewer, feed.ScrollCursor{LastID: lastID, Offset: offset}, size)
 		if err != nil {
 			return fmt.Errorf("ScrollFeed(%d, %d, %d): %w", lastID, offset, size, err)
 		}
 		if res == nil {
 			// The end stays the end.
-			if res, err := s.svc.ScrollFeed(ctx, s.viewer, lastID, offset, size); err != nil || res != nil {
+			if res, err := s.svc.ScrollFeed(ctx, s.viewer, feed.ScrollCursor{LastID: lastID, Offset: offset}, size); err != nil || res != nil {
 				return fmt.Errorf("ScrollFeed(%d, %d, %d) again after the end = %+v, %v; want no data", lastID, offset, size, res, err)
 			}
 			return nil

@@ -352,7 +352,7 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 				t.Fatal("the scroll did not end")
 			}
 			size := 1 + h.r.IntN(50)
-			res, err := h.svc.ScrollFeed(h.ctx, h.viewer, last, off, size)
+			res, err := h.svc.ScrollFeed(h.ctx, h.viewer, feed.ScrollCursor{LastID: last, Offset: off}, size)
 			must(t, err, "ScrollFeed")
 			if res == nil {
 				break

@@ -38,7 +38,7 @@ func Audience(ctx context.Context, follows feed.FollowStore, authorID int64) ([]
 // follower's inbox) is accepted and ignored: the suites that run jobs this
 // way build their follow graph before any post exists, so there is nothing
 // to backfill; the real worker's behaviour is tested with it.
-func RunJob(ctx context.Context, b *Backend, job any) error {
+func RunJob(ctx context.Context, b *Backend, job feed.Job) error {
 	switch j := job.(type) {
 	case feed.FanoutJob:
 		to, err := Audience(ctx, b.Follows, j.AuthorID)

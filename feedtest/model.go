@@ -94,15 +94,7 @@ func (m *Model) Trim(_ context.Context, userID int64, cap int) error {
 // SortEntries sorts entries in feed order: score descending, then post id
 // descending (numerically).
 func SortEntries(entries []feed.Entry) {
-	slices.SortFunc(entries, func(a, b feed.Entry) int {
-		switch {
-		case a.Before(b):
-			return -1
-		case b.Before(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(entries, feed.CompareEntries)
 }
 
 // Restore implements feed.Inbox: the model is never lost.

@@ -18,14 +18,12 @@ type Backend struct {
 	Posts   feed.PostStore
 	Follows feed.FollowStore
 	Inbox   feed.Inbox
-	// Social and Outbox are needed by TestSocial and TestHybrid only; the
-	// other suites leave them alone.
+	// Social must be the store behind Users and Follows.
 	Social feed.SocialStore
 	Outbox feed.Outbox
-	// Jobs returns the jobs (feed.FanoutJob, feed.RemoveJob, feed.FollowJob
-	// values) that the stores enqueued in their transactions since the last
-	// call, and forgets them.
-	Jobs func() []any
+	// Jobs returns the jobs that the stores enqueued in their transactions
+	// since the last call, and forgets them.
+	Jobs func() []feed.Job
 }
 
 // TestStores runs the contract of the store interfaces. open must return a
@@ -428,7 +426,7 @@ func testPostsOfUser(t *testing.T, b *Backend) {
 	}
 	want := slices.Clone(mine)
 	slices.SortFunc(want, func(a, b *feed.Post) int {
-		return -compareEntries(feed.Entry{PostID: a.ID, Score: a.Score()}, feed.Entry{PostID: b.ID, Score: b.Score()})
+		return a.Entry().Compare(b.Entry())
 	})
 	var got []*feed.Post
 	for off := 0; ; off += 10 {
@@ -454,18 +452,6 @@ func testPostsOfUser(t *testing.T, b *Backend) {
 	if len(page) != 0 {
 		t.Fatalf("PostsOfUser of a user without posts = %v", postIDs(page))
 	}
-}
-
-// compareEntries orders entries in reverse feed order (for slices.SortFunc,
-// negate it).
-func compareEntries(a, b feed.Entry) int {
-	switch {
-	case a.Before(b):
-		return 1
-	case b.Before(a):
-		return -1
-	}
-	return 0
 }
 
 func testLikes(t *testing.T, b *Backend) {

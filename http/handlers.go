@@ -276,7 +276,7 @@ func (s *Server) handleFollowFeed() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		page, err := s.Service.ScrollFeed(r.Context(), userID(r), lastID, offset, size)
+		page, err := s.Service.ScrollFeed(r.Context(), userID(r), feed.ScrollCursor{LastID: lastID, Offset: offset}, size)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -130,51 +130,6 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-type ctxKey int
-
-const userKey ctxKey = 0
-
-// userID returns the caller's id (0 when anonymous).
-func userID(r *http.Request) int64 {
-	id, _ := r.Context().Value(userKey).(int64)
-	return id
-}
-
-func token(r *http.Request) string {
-	t := strings.TrimSpace(r.Header.Get("Authorization"))
-	if len(t) > 7 && strings.EqualFold(t[:7], "bearer ") {
-		t = strings.TrimSpace(t[7:])
-	}
-	return t
-}
-
-func (s *Server) requireUser(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.Service.Authenticate(r.Context(), token(r))
-		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
-			}
-			s.fail(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
-	})
-}
-
-// optionalUser identifies the caller when a valid token is sent, and lets
-// anonymous requests through.
-func (s *Server) optionalUser(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if t := token(r); t != "" {
-			if id, err := s.Service.Authenticate(r.Context(), t); err == nil {
-				r = r.WithContext(context.WithValue(r.Context(), userKey, id))
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // ---- input
 
 // parseID parses a positive int64; name is used in the refusal.

@@ -88,42 +88,6 @@ func (s *Server) v1LimitBody(next http.Handler) http.Handler {
 	})
 }
 
-// bearer returns the token of an "Authorization: Bearer <token>" header,
-// and whether an Authorization header was sent at all.
-func bearer(r *http.Request) (tok string, sent bool) {
-	h := strings.TrimSpace(r.Header.Get("Authorization"))
-	scheme, rest, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", h != ""
-	}
-	return strings.TrimSpace(rest), true
-}
-
-// v1RequireUser authenticates the bearer token and puts the caller's id in
-// the request context; 401 with a WWW-Authenticate challenge otherwise.
-func (s *Server) v1RequireUser(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, sent := bearer(r)
-		if tok == "" {
-			if sent {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_request"`)
-			}
-			s.v1Fail(w, r, feed.Errorf(feed.EUNAUTHORIZED, "a bearer token is required"))
-			return
-		}
-		id, err := s.Service.Authenticate(r.Context(), tok)
-		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
-				err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
-			}
-			s.v1Fail(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
-	})
-}
-
 // v1Decode reads a request body that must be one JSON object with only the
 // fields of v (a pointer to a struct): a misspelt field is a client bug
 // worth a 400, not a silently ignored value.
@@ -564,6 +528,9 @@ func (s *Server) v1Likers() http.Handler {
 func (s *Server) v1Timeline() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit, err := queryLimit(r, feed.MaxTimelineLimit)
+		if err == nil {
+			limit, err = feed.TimelineLimit(limit)
+		}
 		if err != nil {
 			s.v1Fail(w, r, err)
 			return
@@ -589,9 +556,6 @@ func (s *Server) v1Timeline() http.Handler {
 		if page.Next != nil {
 			c := feed.EncodeCursor(*page.Next)
 			out.NextCursor = &c
-			if limit == 0 {
-				limit = feed.DefaultTimelineLimit
-			}
 			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(limit)}}
 			w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
 		}

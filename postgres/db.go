@@ -40,7 +40,7 @@ type DB struct {
 	// a store without it refuses every change that needs a job (a post, a
 	// delete, a follow or unfollow that changes the graph, a block that
 	// removes follows), so none is ever committed without its job.
-	Enqueue func(ctx context.Context, tx pgx.Tx, jobs ...any) error
+	Enqueue func(ctx context.Context, tx pgx.Tx, jobs ...feed.Job) error
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
@@ -160,7 +160,7 @@ func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
-func (db *DB) enqueue(ctx context.Context, tx pgx.Tx, jobs ...any) error {
+func (db *DB) enqueue(ctx context.Context, tx pgx.Tx, jobs ...feed.Job) error {
 	if db.Enqueue == nil {
 		return errors.New("postgres: no job queue configured")
 	}

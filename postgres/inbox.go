@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"slices"
 
@@ -40,9 +39,8 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 		return nil
 	}
 	es := slices.Clone(entries)
-	slices.SortFunc(es, func(a, b feed.Entry) int {
-		return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.PostID, b.PostID))
-	})
+	// Ascending (reverse feed order), the order every batch writes keys in.
+	slices.SortFunc(es, func(a, b feed.Entry) int { return b.Compare(a) })
 	scores := make([]int64, len(es))
 	posts := make([]int64, len(es))
 	for i, e := range es {

@@ -32,17 +32,17 @@ func open(t *testing.T) *postgres.DB {
 
 // openWithJobs opens a fresh database whose enqueued jobs collect in memory;
 // jobs returns and clears them.
-func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []any) {
+func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []feed.Job) {
 	db = open(t)
 	var mu sync.Mutex
-	var pending []any
-	db.Enqueue = func(ctx context.Context, tx pgx.Tx, js ...any) error {
+	var pending []feed.Job
+	db.Enqueue = func(ctx context.Context, tx pgx.Tx, js ...feed.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pending = append(pending, js...)
 		return nil
 	}
-	return db, func() []any {
+	return db, func() []feed.Job {
 		mu.Lock()
 		defer mu.Unlock()
 		out := pending
@@ -88,7 +88,7 @@ func TestEnqueueInTransaction(t *testing.T) {
 		t.Fatal("CreatePost without a queue succeeded")
 	}
 	boom := errors.New("queue down")
-	db.Enqueue = func(context.Context, pgx.Tx, ...any) error { return boom }
+	db.Enqueue = func(context.Context, pgx.Tx, ...feed.Job) error { return boom }
 	p = &feed.Post{UserID: u.ID, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreatePost(ctx, p); !errors.Is(err, boom) {
 		t.Fatalf("CreatePost with a failing queue = %v, want %v", err, boom)
@@ -96,12 +96,12 @@ func TestEnqueueInTransaction(t *testing.T) {
 	if posts, err := db.PostsOfUser(ctx, u.ID, 0, 10); err != nil || len(posts) != 0 {
 		t.Fatalf("after failed enqueues PostsOfUser = %d posts, %v; want none", len(posts), err)
 	}
-	db.Enqueue = func(context.Context, pgx.Tx, ...any) error { return nil }
+	db.Enqueue = func(context.Context, pgx.Tx, ...feed.Job) error { return nil }
 	p = &feed.Post{UserID: u.ID, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreatePost(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	db.Enqueue = func(context.Context, pgx.Tx, ...any) error { return boom }
+	db.Enqueue = func(context.Context, pgx.Tx, ...feed.Job) error { return boom }
 	if err := db.DeletePost(ctx, p.ID, u.ID); !errors.Is(err, boom) {
 		t.Fatalf("DeletePost with a failing queue = %v, want %v", err, boom)
 	}

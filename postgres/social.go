@@ -55,7 +55,7 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		if _, err := tx.Exec(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
 			return err
 		}
-		var jobs []any
+		var jobs []feed.Job
 		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
 			tag, err := tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, f[0], f[1])
 			if err != nil {

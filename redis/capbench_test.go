@@ -14,7 +14,7 @@ import (
 
 // BenchmarkCapSchemes compares ways of keeping inboxes at their cap during
 // fan-out, on a real Redis: each op delivers one new post to 1000 inboxes that
-// already hold DefaultCap entries (the steady state of an active user), in one
+// already hold feed.DefaultInboxCap entries (the steady state of an active user), in one
 // pipeline. The scheme Deliver uses is the last one.
 //
 //	FEED_TEST_REDIS_URL=redis://127.0.0.1:56379/0 go test -run '^$' -bench CapSchemes -benchtime 2000x ./redis
@@ -32,7 +32,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 	rdb := goredis.NewClient(opt)
 	defer rdb.Close()
 	ctx := context.Background()
-	const users, cap = 1000, DefaultCap
+	const users, cap = 1000, feed.DefaultInboxCap
 
 	type scheme struct {
 		name    string

@@ -12,9 +12,6 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// DefaultCap is how many entries an inbox keeps when InboxOptions.Cap is 0.
-const DefaultCap = 800
-
 // sentinel is the member that marks an inbox as built. It can never be a post
 // id (those are decimal digits), and its score -inf sorts it below every entry,
 // so every read of entries uses the score range (-inf, max] and never sees it,
@@ -28,7 +25,7 @@ type InboxOptions struct {
 	// Cap is how many entries each inbox keeps: Add, Restore and a share of
 	// the deliveries trim an inbox exactly to Cap, so it holds Cap entries
 	// plus those delivered since its last trim (see Deliver). 0 means
-	// DefaultCap.
+	// feed.DefaultInboxCap.
 	Cap int
 }
 
@@ -51,7 +48,7 @@ var _ feed.Inbox = (*Inbox)(nil)
 // NewInbox returns an Inbox on rdb.
 func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
-		opts.Cap = DefaultCap
+		opts.Cap = feed.DefaultInboxCap
 	}
 	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: inboxKey}
 }
@@ -347,7 +344,7 @@ func parsePage(res []any, b feed.Bound) ([]feed.Entry, error) {
 			entries = append(entries, e)
 		}
 	}
-	slices.SortFunc(entries, compareEntries)
+	slices.SortFunc(entries, feed.CompareEntries)
 	return slices.DeleteFunc(entries, func(e feed.Entry) bool { return !b.Admits(e) }), nil
 }
 
@@ -375,17 +372,6 @@ func parseEntry(m, score any) (feed.Entry, error) {
 		e.Score = int64(f)
 	}
 	return e, nil
-}
-
-// compareEntries orders entries in feed order.
-func compareEntries(a, b feed.Entry) int {
-	switch {
-	case a.Before(b):
-		return -1
-	case b.Before(a):
-		return 1
-	}
-	return 0
 }
 
 // scriptCall is one call of a script in a pipeline.

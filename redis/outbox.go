@@ -75,7 +75,7 @@ func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, l
 	for _, p := range pages {
 		all = append(all, p...)
 	}
-	slices.SortFunc(all, compareEntries)
+	slices.SortFunc(all, feed.CompareEntries)
 	return all, nil
 }
 

@@ -125,7 +125,7 @@ func TestInbox(t *testing.T) {
 
 // openBackend combines a fresh SQLite database (users, posts, follows and
 // the job queue, kept in memory) with the Redis AuthStore and Inbox. The
-// suites' feeds are longer than DefaultCap entries and their model keeps
+// suites' feeds are longer than feed.DefaultInboxCap entries and their model keeps
 // everything, so the cap is lifted: the cap is a deployment's choice, which
 // TestCap covers.
 func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) *feedtest.Backend {
@@ -135,8 +135,8 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 	}
 	t.Cleanup(func() { db.Close() })
 	var mu sync.Mutex
-	var jobs []any
-	db.Enqueue = func(ctx context.Context, tx *sql.Tx, js ...any) error {
+	var jobs []feed.Job
+	db.Enqueue = func(ctx context.Context, tx *sql.Tx, js ...feed.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		jobs = append(jobs, js...)
@@ -148,7 +148,7 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 		Auth:   redis.NewAuthStore(rdb, prefix),
 		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
 		Outbox: redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
-		Jobs: func() []any {
+		Jobs: func() []feed.Job {
 			mu.Lock()
 			defer mu.Unlock()
 			out := jobs
@@ -520,15 +520,15 @@ func BenchmarkDeliver(b *testing.B) {
 	b.ReportMetric(float64(b.N)*float64(len(users))/b.Elapsed().Seconds(), "deliveries/s")
 }
 
-// BenchmarkPage reads pages of 10 from a full inbox (DefaultCap entries):
+// BenchmarkPage reads pages of 10 from a full inbox (feed.DefaultInboxCap entries):
 // the first page, a deep one, and the worst case where every entry has the
 // same score, so each page reads the whole tie group.
 func BenchmarkPage(b *testing.B) {
 	rdb, prefix := openSingle(b)
 	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
 	ctx := context.Background()
-	spread := make([]feed.Entry, redis.DefaultCap)
-	tied := make([]feed.Entry, redis.DefaultCap)
+	spread := make([]feed.Entry, feed.DefaultInboxCap)
+	tied := make([]feed.Entry, feed.DefaultInboxCap)
 	for i := range spread {
 		spread[i] = feed.Entry{PostID: int64(1_000_000 + i), Score: s0 + int64(i)}
 		tied[i] = feed.Entry{PostID: int64(1_000_000 + i), Score: s0}
@@ -546,7 +546,7 @@ func BenchmarkPage(b *testing.B) {
 	}{{"first", 1, 0}, {"offset500", 1, 500}, {"tied", 2, 100}} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				es, err := ib.Page(ctx, c.user, feed.AtMost(s0+redis.DefaultCap), c.offset, 10)
+				es, err := ib.Page(ctx, c.user, feed.AtMost(s0+feed.DefaultInboxCap), c.offset, 10)
 				if err != nil || len(es) != 10 {
 					b.Fatalf("Page: %d entries, %v", len(es), err)
 				}

@@ -39,7 +39,7 @@ type DB struct {
 	// a store without it refuses every change that needs a job (a post, a
 	// delete, a follow or unfollow that changes the graph, a block that
 	// removes follows), so none is ever committed without its job.
-	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...any) error
+	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error
 
 	views viewStmt // see FeedViews
 }

@@ -35,7 +35,7 @@ func openBenchWorld(b *testing.B) *benchWorld {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return nil }
+	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
 	w := &benchWorld{db: db}
 	ib := &sqlite.Inbox{DB: db}
 	w.svc = &feed.Service{Users: db, Auth: db, Posts: db, Follows: db, Social: db, Outbox: &sqlite.Outbox{DB: db}, Inbox: ib}
@@ -82,7 +82,7 @@ func BenchmarkScrollFeed(b *testing.B) {
 	for _, size := range []int{10, 50} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			for b.Loop() {
-				s, err := w.svc.ScrollFeed(ctx, w.viewer, 1<<62, 0, size)
+				s, err := w.svc.ScrollFeed(ctx, w.viewer, feed.ScrollCursor{LastID: 1 << 62, Offset: 0}, size)
 				if err != nil || s == nil || len(s.List) != size {
 					b.Fatalf("scroll: %v", err)
 				}

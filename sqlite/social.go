@@ -48,7 +48,7 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		if _, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
 			return err
 		}
-		var jobs []any
+		var jobs []feed.Job
 		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
 			res, err := tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, f[0], f[1])
 			if err != nil {

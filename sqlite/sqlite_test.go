@@ -34,8 +34,8 @@ func open(t *testing.T) *sqlite.DB {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db := open(t)
 	var mu sync.Mutex
-	var jobs []any
-	db.Enqueue = func(ctx context.Context, tx *sql.Tx, js ...any) error {
+	var jobs []feed.Job
+	db.Enqueue = func(ctx context.Context, tx *sql.Tx, js ...feed.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		jobs = append(jobs, js...)
@@ -45,7 +45,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
 		Inbox:  &sqlite.Inbox{DB: db},
 		Outbox: &sqlite.Outbox{DB: db},
-		Jobs: func() []any {
+		Jobs: func() []feed.Job {
 			mu.Lock()
 			defer mu.Unlock()
 			out := jobs
@@ -82,7 +82,7 @@ func TestEnqueueInTransaction(t *testing.T) {
 		t.Fatal("CreatePost without a queue succeeded")
 	}
 	boom := errors.New("queue down")
-	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return boom }
+	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return boom }
 	p = &feed.Post{UserID: u.ID, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreatePost(ctx, p); !errors.Is(err, boom) {
 		t.Fatalf("CreatePost with a failing queue = %v, want %v", err, boom)
@@ -90,12 +90,12 @@ func TestEnqueueInTransaction(t *testing.T) {
 	if posts, err := db.PostsOfUser(ctx, u.ID, 0, 10); err != nil || len(posts) != 0 {
 		t.Fatalf("after failed enqueues PostsOfUser = %d posts, %v; want none", len(posts), err)
 	}
-	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return nil }
+	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
 	p = &feed.Post{UserID: u.ID, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreatePost(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	db.Enqueue = func(context.Context, *sql.Tx, ...any) error { return boom }
+	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return boom }
 	if err := db.DeletePost(ctx, p.ID, u.ID); !errors.Is(err, boom) {
 		t.Fatalf("DeletePost with a failing queue = %v, want %v", err, boom)
 	}

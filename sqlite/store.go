@@ -199,7 +199,7 @@ func scanPosts(rows *sql.Rows, err error) ([]*feed.Post, error) {
 	return out, rows.Err()
 }
 
-func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...any) error {
+func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 	if db.Enqueue == nil {
 		return errors.New("sqlite: no job queue configured")
 	}

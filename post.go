@@ -1,0 +1,217 @@
+package feed
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of posts and of the lists of posts.
+const (
+	MaxTitle      = 255
+	MaxContent    = 2048
+	MaxImages     = 2048
+	MaxPageNumber = 1 << 20
+	ListPageSize  = 10 // posts per page of /blog/of/me, /of/user, /hot
+	LikersShown   = 5
+)
+
+// Post is a published post ("blog" in the compatible API).
+type Post struct {
+	ID        int64
+	ShopID    int64
+	UserID    int64
+	Title     string
+	Images    string
+	Content   string // as the author sent it; escaping is the renderer's job
+	Liked     int
+	Comments  int
+	CreatedAt time.Time // millisecond precision: it is the inbox score
+	UpdatedAt time.Time
+}
+
+// Score is the post's inbox score: its creation time in Unix milliseconds.
+// Every delivery of a post uses this score, so redelivery is idempotent.
+func (p *Post) Score() int64 { return p.CreatedAt.UnixMilli() }
+
+// Entry is the post's feed entry.
+func (p *Post) Entry() Entry { return Entry{PostID: p.ID, Score: p.Score()} }
+
+// PostStore persists posts and likes.
+type PostStore interface {
+	// CreatePost stores p (setting p.ID) and, in the same transaction,
+	// enqueues its fan-out job: a committed post is always delivered.
+	CreatePost(ctx context.Context, p *Post) error
+	// Post returns one post; ENOTFOUND if there is none.
+	Post(ctx context.Context, id int64) (*Post, error)
+	// Posts returns the posts that exist among ids, by id.
+	Posts(ctx context.Context, ids []int64) (map[int64]*Post, error)
+	// DeletePost deletes a post of userID, its likes, and enqueues the removal
+	// of its inbox entries in the same transaction. ENOTFOUND if the post does
+	// not exist, EFORBIDDEN if userID is not its author.
+	DeletePost(ctx context.Context, id, userID int64) error
+	// PostsOfUser returns userID's posts, newest first.
+	PostsOfUser(ctx context.Context, userID int64, offset, limit int) ([]*Post, error)
+	// HotPosts returns posts by like count descending (then newest first).
+	HotPosts(ctx context.Context, offset, limit int) ([]*Post, error)
+	// ToggleLike flips userID's like of postID and keeps the post's like
+	// count in step; it reports whether the post is now liked. ENOTFOUND if
+	// the post does not exist.
+	ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error)
+	// Likers returns the ids of the first limit users who liked postID,
+	// earliest first.
+	Likers(ctx context.Context, postID int64, limit int) ([]int64, error)
+	// LikedBy reports which of postIDs userID likes.
+	LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error)
+	// FeedEntries computes userID's feed from the source of truth (pull):
+	// the posts of userID and of everyone userID follows, as inbox entries
+	// within b, in feed order, after skipping offset, at most limit. It is
+	// what fan-out would have put in the inbox, and serves rebuilds and
+	// reads while the inbox store is down.
+	FeedEntries(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error)
+}
+
+// PostInput is what an author sends to publish.
+type PostInput struct {
+	Title   string
+	Content string
+	Images  string
+	ShopID  int64
+}
+
+// Validate returns EINVALID describing the first problem of in.
+func (in PostInput) Validate() error {
+	switch {
+	case strings.TrimSpace(in.Title) == "":
+		return Errorf(EINVALID, "title must not be empty")
+	case utf8.RuneCountInString(in.Title) > MaxTitle:
+		return Errorf(EINVALID, "title must be at most %d characters", MaxTitle)
+	case strings.TrimSpace(in.Content) == "":
+		return Errorf(EINVALID, "content must not be empty")
+	case utf8.RuneCountInString(in.Content) > MaxContent:
+		return Errorf(EINVALID, "content must be at most %d characters", MaxContent)
+	case utf8.RuneCountInString(in.Images) > MaxImages:
+		return Errorf(EINVALID, "images must be at most %d characters", MaxImages)
+	case in.ShopID < 0:
+		return Errorf(EINVALID, "shopId must not be negative")
+	case !utf8.ValidString(in.Title + in.Content + in.Images):
+		return Errorf(EINVALID, "text must be valid UTF-8")
+	}
+	return nil
+}
+
+// Publish stores a post of userID and enqueues its fan-out in the same
+// transaction. It returns as soon as the post is committed.
+func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Post, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	now := s.now().Truncate(time.Millisecond)
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CreatedAt: now, UpdatedAt: now}
+	if err := s.Posts.CreatePost(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Post returns one post hydrated for viewerID.
+func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, error) {
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	p, err := s.Posts.Post(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Hydrate(ctx, viewerID, []*Post{p})
+	if err != nil {
+		return nil, err
+	}
+	return &v[0], nil
+}
+
+// DeletePost deletes a post of userID. ENOTFOUND, EFORBIDDEN.
+func (s *Service) DeletePost(ctx context.Context, userID, id int64) error {
+	if err := validID("id", id); err != nil {
+		return err
+	}
+	return s.Posts.DeletePost(ctx, id, userID)
+}
+
+// ToggleLike flips userID's like of post id.
+func (s *Service) ToggleLike(ctx context.Context, userID, id int64) (bool, error) {
+	if err := validID("id", id); err != nil {
+		return false, err
+	}
+	return s.Posts.ToggleLike(ctx, id, userID, s.now())
+}
+
+// SetLike makes userID like (like=true) or stop liking post id. Idempotent.
+func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) error {
+	if err := validID("id", id); err != nil {
+		return err
+	}
+	liked, err := s.Posts.LikedBy(ctx, userID, []int64{id})
+	if err != nil {
+		return err
+	}
+	if liked[id] == like {
+		_, err := s.Posts.Post(ctx, id) // still refuse a post that does not exist
+		return err
+	}
+	_, err = s.Posts.ToggleLike(ctx, id, userID, s.now())
+	return err
+}
+
+// Likers returns the first LikersShown users who liked post id, earliest first.
+func (s *Service) Likers(ctx context.Context, id int64) ([]*User, error) {
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	if _, err := s.Posts.Post(ctx, id); err != nil {
+		return nil, err
+	}
+	ids, err := s.Posts.Likers(ctx, id, LikersShown)
+	if err != nil {
+		return nil, err
+	}
+	return s.usersInOrder(ctx, ids)
+}
+
+// pageOffset returns the offset of page current (from 1) of a post list.
+func pageOffset(current int) (offset int, err error) {
+	if current < 1 || current > MaxPageNumber {
+		return 0, Errorf(EINVALID, "current must be a page number from 1 to %d", MaxPageNumber)
+	}
+	return (current - 1) * ListPageSize, nil
+}
+
+// PostsOfUser returns page current (from 1) of authorID's posts, newest first.
+func (s *Service) PostsOfUser(ctx context.Context, viewerID, authorID int64, current int) ([]PostView, error) {
+	if err := validID("id", authorID); err != nil {
+		return nil, err
+	}
+	off, err := pageOffset(current)
+	if err != nil {
+		return nil, err
+	}
+	posts, err := s.Posts.PostsOfUser(ctx, authorID, off, ListPageSize)
+	if err != nil {
+		return nil, err
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// HotPosts returns page current of posts by like count.
+func (s *Service) HotPosts(ctx context.Context, viewerID int64, current int) ([]PostView, error) {
+	off, err := pageOffset(current)
+	if err != nil {
+		return nil, err
+	}
+	posts, err := s.Posts.HotPosts(ctx, off, ListPageSize)
+	if err != nil {
+		return nil, err
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}

@@ -1,0 +1,361 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// ErrInboxLost is returned by Inbox.Page when a user's inbox is not there:
+// never built, or lost from a cache (a Redis restart without persistence,
+// eviction, a flush). The caller rebuilds it with Inbox.Restore.
+var ErrInboxLost = errors.New("inbox lost")
+
+// Inbox holds one sorted set of entries per user: the push side of the feed.
+// Implementations: sqlite.Inbox, postgres.Inbox, redis.Inbox.
+// feedtest.TestInbox is the contract every implementation passes.
+type Inbox interface {
+	// Deliver adds entry e to the inbox of every user in userIDs, in bulk
+	// (never one round trip per user). Idempotent: delivering the same entry
+	// again leaves one entry.
+	Deliver(ctx context.Context, e Entry, userIDs []int64) error
+
+	// Add adds entries to one user's inbox (backfill). Idempotent.
+	Add(ctx context.Context, userID int64, entries []Entry) error
+
+	// Remove removes entry e from the inboxes of userIDs. Absent entries are
+	// not an error.
+	Remove(ctx context.Context, e Entry, userIDs []int64) error
+
+	// Page returns at most limit entries of userID's inbox within b, in
+	// feed order, after skipping the first offset of them. One atomic read.
+	Page(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error)
+
+	// Trim keeps the newest cap entries of userID's inbox and drops the rest.
+	Trim(ctx context.Context, userID int64, cap int) error
+
+	// Restore adds entries to userID's inbox and marks it complete, so that
+	// Page stops returning ErrInboxLost. It merges rather than replaces, so
+	// deliveries racing a rebuild are kept. Idempotent.
+	Restore(ctx context.Context, userID int64, entries []Entry) error
+}
+
+// Outbox holds each author's own posts, newest first: the pull side of the
+// feed. Posts of authors in pull mode (huge audiences) are not fanned out;
+// readers merge these authors' outboxes into their inbox at read time.
+// Implementations: the posts index in SQL (sqlite.Outbox, postgres.Outbox),
+// a sorted set per author in Redis (redis.Outbox).
+type Outbox interface {
+	// Add records a post of authorID. Idempotent.
+	Add(ctx context.Context, authorID int64, e Entry) error
+	// Remove forgets a deleted post of authorID. Idempotent.
+	Remove(ctx context.Context, authorID int64, e Entry) error
+	// Entries returns, for every author in authorIDs, their first (at most
+	// limit) entries within b, all merged in feed order. One round trip
+	// whatever the number of authors.
+	Entries(ctx context.Context, authorIDs []int64, b Bound, limit int) ([]Entry, error)
+}
+
+// FeedViewer is implemented by stores that hydrate a feed page in one round
+// trip; Service uses it when the PostStore has it.
+type FeedViewer interface {
+	// FeedViews returns the posts among ids that exist and belong in
+	// viewerID's feed (as SocialStore.Visible decides), each with its
+	// author (ID, NickName, Icon) and the viewer's like, by id.
+	FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error)
+}
+
+// PostView is a post hydrated for one viewer.
+type PostView struct {
+	*Post
+	Author *User // nil when the author no longer exists
+	IsLike bool
+}
+
+// Page is one page of the native timeline.
+type Page struct {
+	List []PostView
+	// Next is the cursor of the page's last entry; nil at the end.
+	Next *Cursor
+}
+
+// Scroll is one page of the follow feed under the compatible cursor.
+type Scroll struct {
+	List []PostView
+	// MinTime and Offset are the cursor of the following page
+	// (ScrollCursor{LastID: MinTime, Offset: Offset}).
+	MinTime int64
+	Offset  int
+}
+
+// ScrollFeed returns the page of userID's feed at cursor c with at most
+// size entries (0: the default page size). It returns nil when no entry is
+// left.
+//
+// The cursor counts feed entries, not returned posts: entries whose post was
+// deleted are skipped, and a page whose every entry was skipped moves on to
+// the next entries instead of ending the scroll.
+func (s *Service) ScrollFeed(ctx context.Context, userID int64, c ScrollCursor, size int) (*Scroll, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ValidPageSize(size); err != nil {
+		return nil, err
+	}
+	if size == 0 {
+		size = s.pageSize()
+	}
+	views, next, more, err := s.readPages(ctx, userID, scrollPosition(c), size, false)
+	if err != nil || (len(views) == 0 && !more) {
+		return nil, err
+	}
+	// An empty list with more to come: every page looked at was deleted
+	// posts; the client keeps scrolling past them because minTime is not 0.
+	return &Scroll{List: views, MinTime: next.b.Max, Offset: next.skip}, nil
+}
+
+// Timeline returns the page of userID's feed after cursor (nil: from the
+// newest), at most limit posts (0: DefaultTimelineLimit).
+//
+// The cursor is a keyset on (score, post id): the page holds the entries
+// that come after it in feed order. It stays exact under any concurrent
+// change: posts published in the cursor's millisecond (they have larger ids,
+// so they sort before it), deletes of seen or unseen entries, tie groups
+// larger than a page, backfills and the pull-mode merge.
+func (s *Service) Timeline(ctx context.Context, userID int64, after *Cursor, limit int) (*Page, error) {
+	limit, err := TimelineLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	views, next, more, err := s.readPages(ctx, userID, keysetPosition(after), limit, true)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{List: views}
+	if more {
+		page.Next = next.cursor()
+	}
+	return page, nil
+}
+
+// readPages is the one page loop of both cursors. It reads userID's stream
+// from at, n entries at a time, hydrating each read and skipping entries
+// whose post is gone, until it holds n views (fill) or any view (!fill),
+// the stream ends, or maxEmptyPages reads were made. It returns the views,
+// the position after the last entry read, and whether entries may follow.
+func (s *Service) readPages(ctx context.Context, userID int64, at position, n int, fill bool) ([]PostView, position, bool, error) {
+	views := []PostView{}
+	for range maxEmptyPages {
+		want := n
+		if fill {
+			want = n - len(views)
+		}
+		entries, err := s.streamPage(ctx, userID, at.b, at.skip, want)
+		if err != nil {
+			return nil, at, false, err
+		}
+		if len(entries) == 0 {
+			return views, at, false, nil
+		}
+		vs, err := s.hydrateEntries(ctx, userID, entries)
+		if err != nil {
+			return nil, at, false, err
+		}
+		views = append(views, vs...)
+		at = at.advance(entries)
+		if len(entries) < want {
+			return views, at, false, nil
+		}
+		if len(views) >= n || (!fill && len(views) > 0) {
+			break
+		}
+	}
+	return views, at, true, nil
+}
+
+// errStoreDown marks a failed read of the inbox or outbox store.
+type errStoreDown struct{ error }
+
+// streamPage is a page of userID's feed stream: their inbox merged with the
+// outboxes of the pull-mode authors they follow, in feed order, within b,
+// after skipping offset, at most limit. A post both pushed and in an outbox
+// (an author crossing the threshold) appears once. The round trips are
+// fixed: the pull-mode followees, the inbox, all outboxes at once.
+//
+// When the inbox or outbox store fails (Redis down) the page is computed
+// from the database instead (FeedEntries: every followee's posts, same
+// order and cursor), so the feed degrades instead of failing.
+func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
+	es, err := s.mergedPage(ctx, userID, b, offset, limit)
+	var down errStoreDown
+	if errors.As(err, &down) && ctx.Err() == nil {
+		s.log().Warn("inbox store unavailable; feed served from the database", "user_id", userID, "error", down.error)
+		return s.Posts.FeedEntries(ctx, userID, b, offset, limit)
+	}
+	return es, err
+}
+
+func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
+	pulls, err := s.Social.PullFollowees(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(pulls) == 0 {
+		return s.inboxPage(ctx, userID, nil, b, offset, limit)
+	}
+	in, err := s.inboxPage(ctx, userID, pulls, b, 0, offset+limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Outbox.Entries(ctx, pulls, b, offset+limit)
+	if err != nil {
+		return nil, errStoreDown{err}
+	}
+	merged := MergeEntries(in, out)
+	if offset >= len(merged) {
+		return []Entry{}, nil
+	}
+	return merged[offset:min(offset+limit, len(merged))], nil
+}
+
+// MergeEntries merges entry lists into one in feed order, each entry once.
+func MergeEntries(lists ...[]Entry) []Entry {
+	all := slices.Concat(lists...)
+	slices.SortFunc(all, CompareEntries)
+	return slices.Compact(all)
+}
+
+// inboxPage reads a page of userID's inbox, rebuilding it first from the
+// source of truth when it is lost. pulls are the pull-mode authors userID
+// follows, which a rebuild leaves out (their posts are merged at read time).
+func (s *Service) inboxPage(ctx context.Context, userID int64, pulls []int64, b Bound, skip, size int) ([]Entry, error) {
+	entries, err := s.Inbox.Page(ctx, userID, b, skip, size)
+	if errors.Is(err, ErrInboxLost) {
+		if err = s.rebuild(ctx, userID, pulls); err == nil {
+			entries, err = s.Inbox.Page(ctx, userID, b, skip, size)
+		}
+	}
+	if err != nil {
+		return nil, errStoreDown{err}
+	}
+	return entries, nil
+}
+
+// RebuildInbox refills userID's inbox with the newest InboxCap entries that
+// fan-out would have put there, computed from the source of truth: the posts
+// of userID and of the push-mode authors they follow. Deliveries that race
+// it are kept (Restore merges).
+func (s *Service) RebuildInbox(ctx context.Context, userID int64) error {
+	pulls, err := s.Social.PullFollowees(ctx, userID)
+	if err != nil {
+		return err
+	}
+	return s.rebuild(ctx, userID, pulls)
+}
+
+func (s *Service) rebuild(ctx context.Context, userID int64, pulls []int64) error {
+	entries, err := s.Posts.FeedEntries(ctx, userID, Top(), 0, s.inboxCap())
+	if err != nil {
+		return err
+	}
+	if len(pulls) > 0 && len(entries) > 0 {
+		posts, err := s.Posts.Posts(ctx, postIDs(entries))
+		if err != nil {
+			return err
+		}
+		entries = slices.DeleteFunc(entries, func(e Entry) bool {
+			p := posts[e.PostID]
+			return p == nil || slices.Contains(pulls, p.UserID)
+		})
+	}
+	if err := s.Inbox.Restore(ctx, userID, entries); err != nil {
+		return err
+	}
+	s.log().Info("inbox rebuilt", "user_id", userID, "entries", len(entries))
+	return nil
+}
+
+func postIDs(entries []Entry) []int64 {
+	ids := make([]int64, len(entries))
+	for i, e := range entries {
+		ids[i] = e.PostID
+	}
+	return ids
+}
+
+// hydrateEntries loads the posts of entries in entry order, dropping deleted
+// ones and those of authors who do not belong in the viewer's feed (muted,
+// unfollowed, blocked: their entries may still sit in the inbox until a job
+// removes them), and hydrates them: one store call when the store is a
+// FeedViewer, four otherwise, whatever the page size.
+func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
+	ids := postIDs(entries)
+	if fv, ok := s.Posts.(FeedViewer); ok {
+		views, err := fv.FeedViews(ctx, viewerID, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]PostView, 0, len(views))
+		for _, id := range ids {
+			if v := views[id]; v != nil {
+				out = append(out, *v)
+			}
+		}
+		return out, nil
+	}
+	m, err := s.Posts.Posts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var visible map[int64]bool
+	if len(m) > 0 {
+		authors := make([]int64, 0, len(m))
+		for _, p := range m {
+			authors = append(authors, p.UserID)
+		}
+		slices.Sort(authors)
+		if visible, err = s.Social.Visible(ctx, viewerID, slices.Compact(authors)); err != nil {
+			return nil, err
+		}
+	}
+	posts := make([]*Post, 0, len(ids))
+	for _, id := range ids {
+		if p := m[id]; p != nil && visible[p.UserID] {
+			posts = append(posts, p)
+		}
+	}
+	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// Hydrate turns posts into views for viewerID (0: anonymous) with a constant
+// number of store calls: one for authors, one for the viewer's likes.
+func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
+	if len(posts) == 0 {
+		return []PostView{}, nil
+	}
+	authorIDs := make([]int64, 0, len(posts))
+	ids := make([]int64, 0, len(posts))
+	seen := make(map[int64]bool, len(posts))
+	for _, p := range posts {
+		ids = append(ids, p.ID)
+		if !seen[p.UserID] {
+			seen[p.UserID] = true
+			authorIDs = append(authorIDs, p.UserID)
+		}
+	}
+	authors, err := s.Users.Users(ctx, authorIDs)
+	if err != nil {
+		return nil, err
+	}
+	liked := map[int64]bool{}
+	if viewerID > 0 {
+		if liked, err = s.Posts.LikedBy(ctx, viewerID, ids); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PostView, len(posts))
+	for i, p := range posts {
+		out[i] = PostView{Post: p, Author: authors[p.UserID], IsLike: liked[p.ID]}
+	}
+	return out, nil
+}
