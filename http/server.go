@@ -1,5 +1,5 @@
 // Package http serves feedd's HTTP API with the standard library mux: the
-// compatible API of ../shared/API.md, in its envelope.
+// compatible API of docs/API.md, in its envelope.
 package http
 
 import (
