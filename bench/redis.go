@@ -58,8 +58,8 @@ func seedDeliverRedis(ctx context.Context, rdb *goredis.Client, prefix string, e
 // Limit settings: "the same N ZADDs pipelined in large batches over several
 // connections". Four connections with pipelines of 1000 take as many ZADDs
 // per second from Redis 7.0 on the 2-core machine of BENCHMARKS.md as
-// redis-benchmark's best settings do (4 connections, depth 256-1000; see
-// ../shared/FACTS.md).
+// redis-benchmark's best settings do (4 connections, depth 256-1000; the
+// redis-benchmark figures are in BENCHMARKS.md).
 const (
 	limitConns = 4
 	limitDepth = 1000

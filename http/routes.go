@@ -13,7 +13,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.Handle("GET /healthz", s.handleHealthz())
 
-	// Compatible API (../shared/API.md).
+	// Compatible API (docs/API.md).
 	mux.Handle("POST /user/code", s.handleSendCode())
 	mux.Handle("POST /user/login", s.handleLogin())
 	mux.Handle("POST /user/logout", auth(s.handleLogout()))

@@ -1,5 +1,5 @@
 // Package http serves feedd's HTTP API with the standard library mux: the
-// compatible API of ../shared/API.md, in its envelope.
+// compatible API of docs/API.md, in its envelope.
 package http
 
 import (
@@ -70,16 +70,21 @@ var statusOf = map[string]int{
 	feed.EINTERNAL:     http.StatusInternalServerError,
 }
 
+// fail answers err in the envelope. Internal errors (and codes without an
+// answer) are logged with their detail and answered with a generic message,
+// even when they are an *Error with a message of their own.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := feed.ErrorCode(err)
-	if code == feed.EINTERNAL {
-		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-	}
 	status, ok := statusOf[code]
 	if !ok {
-		status = http.StatusInternalServerError
+		code, status = feed.EINTERNAL, http.StatusInternalServerError
 	}
-	s.encode(w, status, envelope{ErrorMsg: feed.ErrorMessage(err)})
+	msg := feed.ErrorMessage(err)
+	if code == feed.EINTERNAL {
+		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		msg = "internal error"
+	}
+	s.encode(w, status, envelope{ErrorMsg: msg})
 }
 
 // decode reads one JSON value into v. The body is already size-limited.
@@ -91,6 +96,9 @@ func decode(r *http.Request, v any) error {
 		switch {
 		case errors.As(err, &tooLarge):
 			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			// The body itself is not an object ([], "s", 1): no field to name.
+			return feed.Errorf(feed.EINVALID, "request body must be a JSON object")
 		case errors.As(err, &typeErr):
 			return feed.Errorf(feed.EINVALID, "field %s must be a %s", typeErr.Field, jsonType(typeErr.Type.Kind().String()))
 		case errors.Is(err, io.EOF):
