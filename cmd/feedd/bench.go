@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/feedd/feedd/bench"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/internal/bench"
 	"github.com/feedd/feedd/sqlite"
 )
 
