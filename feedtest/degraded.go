@@ -87,7 +87,7 @@ func testDegraded(t *testing.T, b *Backend) {
 	down := withInbox(w.svc, downInbox{b.Inbox})
 	lost := withInbox(w.svc, &lostInbox{Inbox: b.Inbox, restored: map[int64]bool{}})
 	for _, v := range viewers {
-		for _, size := range []int{1, 7, 50} {
+		for _, size := range []int{1, 7, feed.MaxPageSize} {
 			want := scrollIDs(w.svc, v, size)
 			if len(want) == 0 {
 				t.Fatalf("viewer %d has an empty feed", v)

@@ -351,7 +351,7 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 			if req > 5000 {
 				t.Fatal("the scroll did not end")
 			}
-			size := 1 + h.r.IntN(50)
+			size := 1 + h.r.IntN(feed.MaxPageSize)
 			res, err := h.svc.ScrollFeed(h.ctx, h.viewer, last, off, size)
 			must(t, err, "ScrollFeed")
 			if res == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
+	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/testenv"
 	"github.com/feedd/feedd/postgres"
 )
@@ -270,7 +271,7 @@ func TestProductionScenario(t *testing.T) {
 					t.Fatalf("inbox of %d holds %d ids, want exactly the 200 posted", f, len(got))
 				}
 			}
-			all := c.scrollAll(f1, 50)
+			all := c.scrollAll(f1, feed.MaxPageSize)
 			want := feedOrder(t, all)
 			times := map[string]bool{}
 			for _, p := range all {
@@ -281,7 +282,7 @@ func TestProductionScenario(t *testing.T) {
 				t.Fatalf("feed has %d posts", len(all))
 			}
 			for _, tok := range []string{f1, f2} {
-				for _, size := range []int{1, 7, 10, 50} {
+				for _, size := range []int{1, 7, 10, feed.MaxPageSize} {
 					if got := ids(c.scrollAll(tok, size)); !slices.Equal(got, want) {
 						t.Fatalf("size %d: scroll differs from feed order\n got %v\nwant %v", size, got, want)
 					}
