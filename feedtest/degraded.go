@@ -59,10 +59,10 @@ func testDegraded(t *testing.T, b *Backend) {
 	for _, v := range viewers {
 		pulled, err := b.Posts.FeedEntries(w.ctx, v, feed.AtMost(math.MaxInt64), 0, 10000)
 		must(t, err, "FeedEntries")
-		if want := all(t, b.Inbox, v); !sameEntries(pulled, want) {
+		if want := all(t, b.Inbox, v); !slices.Equal(pulled, want) {
 			t.Fatalf("FeedEntries of %d differs from the inbox fan-out built:\n%s", v, diffEntries(pulled, want))
 		}
-		if want := w.feedOf(v, math.MaxInt64); !sameEntries(pulled, want) {
+		if want := w.feedOf(v, math.MaxInt64); !slices.Equal(pulled, want) {
 			t.Fatalf("FeedEntries of %d differs from the model:\n%s", v, diffEntries(pulled, want))
 		}
 	}

@@ -367,7 +367,7 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 				h.publish(h.authors[h.r.IntN(len(h.authors))])
 			}
 		}
-		if !sameEntries(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("run %d: merged scroll differs:\n%s", run, diffEntries(got, want))
 		}
 		h.clock.Add(1)

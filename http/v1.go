@@ -7,6 +7,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -589,10 +590,7 @@ func (s *Server) v1Timeline() http.Handler {
 		if page.Next != nil {
 			c := feed.EncodeCursor(*page.Next)
 			out.NextCursor = &c
-			if limit == 0 {
-				limit = feed.DefaultTimelineLimit
-			}
-			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(limit)}}
+			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(cmp.Or(limit, feed.DefaultTimelineLimit))}}
 			w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
 		}
 		s.v1JSON(w, http.StatusOK, out)

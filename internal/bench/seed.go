@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -61,10 +62,7 @@ func (h *seedRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	size := h.svc.PageSize
-	if size == 0 {
-		size = 10
-	}
+	size := cmp.Or(h.svc.PageSize, 10)
 
 	// 1. The range query.
 	var entries []feed.Entry
