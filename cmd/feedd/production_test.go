@@ -20,6 +20,7 @@ import (
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/testenv"
 	"github.com/feedd/feedd/postgres"
+	"github.com/feedd/feedd/redis"
 )
 
 // backendArgs are the feedd flags of one production backend under test.
@@ -85,14 +86,10 @@ func cleanupKeys(rdb goredis.UniversalClient, prefix string) {
 	}
 }
 
-func inboxKey(prefix string, userID int64) string {
-	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
-}
-
 // inboxIDs returns the post ids in a Redis inbox (without its sentinel).
 func (b *backendArgs) inboxIDs(t *testing.T, userID int64) []int64 {
 	t.Helper()
-	members, err := b.rdb.ZRangeByScore(context.Background(), inboxKey(b.prefix, userID), &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
+	members, err := b.rdb.ZRangeByScore(context.Background(), redis.InboxKey(b.prefix, userID), &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +116,7 @@ func (b *backendArgs) holders(t *testing.T, postID int64, ids []int64) int {
 		chunk := ids[start:min(start+5000, len(ids))]
 		cmds, err := b.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, id := range chunk {
-				p.ZScore(ctx, inboxKey(b.prefix, id), member)
+				p.ZScore(ctx, redis.InboxKey(b.prefix, id), member)
 			}
 			return nil
 		})
@@ -492,7 +489,7 @@ func TestRedisFlushRebuild(t *testing.T) {
 	slices.Sort(posted)
 	waitFor(t, "fan-out", func() bool { return len(b.inboxIDs(t, readerID)) == 60 })
 	ctx := context.Background()
-	key := inboxKey("", readerID)
+	key := redis.InboxKey("", readerID)
 	built, err := b.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)

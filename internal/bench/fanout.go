@@ -6,6 +6,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/redis"
 )
 
 // FanoutOptions configure Fanout.
@@ -208,10 +209,10 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	var base int64
 	if env.Redis != nil {
 		// Each run starts from absent inboxes, so each delivery creates a key.
-		if err := unlinkKeys(ctx, env.Redis, author, 1, func(u int64) string { return InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, author, 1, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
 			return 0, err
 		}
-		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, func(u int64) string { return InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
 			return 0, err
 		}
 		n, err := env.Redis.DBSize(ctx).Result()

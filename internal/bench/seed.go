@@ -11,6 +11,7 @@ import (
 
 	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/redis"
 )
 
 // SeedHandler is the tutorial's read path of the follow feed (hmdp's
@@ -67,7 +68,7 @@ func (h *seedRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 1. The range query.
 	var entries []feed.Entry
 	if h.rdb != nil {
-		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, InboxKey(h.prefix, userID), &goredis.ZRangeBy{
+		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, redis.InboxKey(h.prefix, userID), &goredis.ZRangeBy{
 			Max: strconv.FormatInt(max, 10), Min: "0", Offset: int64(offset), Count: int64(size),
 		}).Result()
 		if err != nil {
