@@ -18,6 +18,7 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,7 @@ type Deps struct {
 	// Backfill is how many of an author's newest posts a new follower gets
 	// in their inbox (default feed.DefaultBackfill; never more than InboxCap).
 	Backfill int
+	// InboxCap is the entries an inbox keeps (default feed.DefaultInboxCap).
 	InboxCap int
 	// ActiveWindow: followers not seen for this long are skipped by fan-out
 	// (0: nobody is skipped); their inbox is regenerated when they return.
@@ -100,10 +102,12 @@ type Deps struct {
 	Log       *slog.Logger
 }
 
-func (d *Deps) batchSize() int { return cmp(d.BatchSize, 1000) }
-func (d *Deps) backfill() int {
-	return min(cmp(d.Backfill, feed.DefaultBackfill), cmp(d.InboxCap, feed.DefaultInboxCap))
-}
+// The defaults of Deps: a field that is zero or negative has its default
+// (max(v, 0) keeps negative values on the default, as cmp.Or alone would not).
+func (d *Deps) batchSize() int { return cmp.Or(max(d.BatchSize, 0), 1000) }
+func (d *Deps) splitSize() int { return cmp.Or(max(d.SplitSize, 0), 5000) }
+func (d *Deps) inboxCap() int  { return cmp.Or(max(d.InboxCap, 0), feed.DefaultInboxCap) }
+func (d *Deps) backfill() int  { return min(cmp.Or(max(d.Backfill, 0), feed.DefaultBackfill), d.inboxCap()) }
 
 func (d *Deps) now() time.Time {
 	if d.Now != nil {
@@ -128,14 +132,6 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 		return d.Social.ActiveFollowersAfter(ctx, authorID, after, limit, time.UnixMilli(since))
 	}
 	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
-}
-func (d *Deps) splitSize() int { return cmp(d.SplitSize, 5000) }
-
-func cmp(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Config sets up the queue of one process.
@@ -196,9 +192,9 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		Logger:       log.With("component", "river"),
 		ErrorHandler: &errorHandler{log: log},
 		MaxAttempts:  25,
-		JobTimeout:   cmpDur(cfg.JobTimeout, time.Minute),
+		JobTimeout:   cmp.Or(max(cfg.JobTimeout, 0), time.Minute),
 	}
-	rc.RescueStuckJobsAfter = max(cmpDur(cfg.RescueAfter, 2*time.Minute), rc.JobTimeout)
+	rc.RescueStuckJobsAfter = max(cmp.Or(max(cfg.RescueAfter, 0), 2*time.Minute), rc.JobTimeout)
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
 		// River fetches at most MaxWorkers jobs per FetchCooldown, so its
@@ -215,13 +211,6 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		return nil, err
 	}
 	return &Queue[TTx]{Client: client, log: log, work: cfg.Workers > 0}, nil
-}
-
-func cmpDur(v, def time.Duration) time.Duration {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Start starts working jobs (a no-op for an insert-only queue).

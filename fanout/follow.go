@@ -64,7 +64,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	}
 	// Unfollow: the followee's posts leave the inbox. An inbox holds at most
 	// InboxCap entries, so the followee's newest InboxCap posts cover it.
-	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), cmp(d.InboxCap, feed.DefaultInboxCap))
+	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.inboxCap())
 	if err != nil {
 		return &inboxError{err}
 	}

@@ -59,10 +59,10 @@ func testDegraded(t *testing.T, b *Backend) {
 	for _, v := range viewers {
 		pulled, err := b.Posts.FeedEntries(w.ctx, v, feed.AtMost(math.MaxInt64), 0, 10000)
 		must(t, err, "FeedEntries")
-		if want := all(t, b.Inbox, v); !sameEntries(pulled, want) {
+		if want := all(t, b.Inbox, v); !slices.Equal(pulled, want) {
 			t.Fatalf("FeedEntries of %d differs from the inbox fan-out built:\n%s", v, diffEntries(pulled, want))
 		}
-		if want := w.feedOf(v, math.MaxInt64); !sameEntries(pulled, want) {
+		if want := w.feedOf(v, math.MaxInt64); !slices.Equal(pulled, want) {
 			t.Fatalf("FeedEntries of %d differs from the model:\n%s", v, diffEntries(pulled, want))
 		}
 	}
@@ -87,7 +87,7 @@ func testDegraded(t *testing.T, b *Backend) {
 	down := withInbox(w.svc, downInbox{b.Inbox})
 	lost := withInbox(w.svc, &lostInbox{Inbox: b.Inbox, restored: map[int64]bool{}})
 	for _, v := range viewers {
-		for _, size := range []int{1, 7, 50} {
+		for _, size := range []int{1, 7, feed.MaxPageSize} {
 			want := scrollIDs(w.svc, v, size)
 			if len(want) == 0 {
 				t.Fatalf("viewer %d has an empty feed", v)

@@ -1,6 +1,7 @@
 package feedtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -336,9 +337,7 @@ func (s *scroller) run(ctx context.Context) error {
 }
 
 func (s *scroller) check(res *feed.Scroll, lastID int64, offset, size int) error {
-	if size == 0 {
-		size = 10
-	}
+	size = cmp.Or(size, 10)
 	switch {
 	case res.MinTime <= 0:
 		return errors.New("minTime must be positive: the client would restart from the top")
@@ -461,7 +460,7 @@ func (w *world) scroll(viewer int64, o scrollOpts) *scroller {
 			expect = append(expect, e)
 		}
 	}
-	if !sameEntries(s.seen, expect) {
+	if !slices.Equal(s.seen, expect) {
 		w.t.Fatalf("viewer %d, start %d: the scroll saw %d posts, want %d\n%s", viewer, start, len(s.seen), len(expect), diffEntries(s.seen, expect))
 	}
 	w.t.Logf("viewer %d: %d posts in %d requests (%d empty pages, %d whole-page ties), %d deleted while scrolling",
@@ -597,7 +596,7 @@ func testScrollConcurrent(t *testing.T, b *Backend) {
 			if pages == 0 {
 				firstPages.Done()
 			}
-			if err == nil && !sameEntries(s.seen, want) {
+			if err == nil && !slices.Equal(s.seen, want) {
 				err = fmt.Errorf("saw %d posts, want %d\n%s", len(s.seen), len(want), diffEntries(s.seen, want))
 			}
 			if err != nil {

@@ -67,15 +67,3 @@ func fmtEntries(es []feed.Entry) string {
 	}
 	return s + "]"
 }
-
-func sameEntries(a, b []feed.Entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -351,7 +351,7 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 			if req > 5000 {
 				t.Fatal("the scroll did not end")
 			}
-			size := 1 + h.r.IntN(50)
+			size := 1 + h.r.IntN(feed.MaxPageSize)
 			res, err := h.svc.ScrollFeed(h.ctx, h.viewer, feed.ScrollCursor{LastID: last, Offset: off}, size)
 			must(t, err, "ScrollFeed")
 			if res == nil {
@@ -367,7 +367,7 @@ func testHybridCompatible(t *testing.T, b *Backend) {
 				h.publish(h.authors[h.r.IntN(len(h.authors))])
 			}
 		}
-		if !sameEntries(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("run %d: merged scroll differs:\n%s", run, diffEntries(got, want))
 		}
 		h.clock.Add(1)

@@ -53,7 +53,7 @@ const maxScore = 1 << 52
 
 func wantInbox(t testing.TB, ib feed.Inbox, userID int64, want []feed.Entry) {
 	t.Helper()
-	if got := all(t, ib, userID); !sameEntries(got, want) {
+	if got := all(t, ib, userID); !slices.Equal(got, want) {
 		t.Fatalf("inbox of user %d:\n got %s\nwant %s", userID, fmtEntries(got), fmtEntries(want))
 	}
 }
@@ -241,7 +241,7 @@ func testInboxPage(t *testing.T, ib feed.Inbox) {
 	}
 	for _, c := range cases {
 		got := page(t, ib, user, c.max, c.offset, c.limit)
-		if !sameEntries(got, c.want) {
+		if !slices.Equal(got, c.want) {
 			t.Errorf("Page(max %d, offset %d, limit %d):\n got %s\nwant %s", c.max, c.offset, c.limit, fmtEntries(got), fmtEntries(c.want))
 		}
 	}
@@ -252,7 +252,7 @@ func testInboxPage(t *testing.T, ib feed.Inbox) {
 		for offset := 0; offset <= len(order)+1; offset++ {
 			for limit := 1; limit <= len(order)+1; limit++ {
 				want, _ := m.Page(ctx, user, feed.AtMost(max), offset, limit)
-				if got := page(t, ib, user, max, offset, limit); !sameEntries(got, want) {
+				if got := page(t, ib, user, max, offset, limit); !slices.Equal(got, want) {
 					t.Fatalf("Page(max %d, offset %d, limit %d):\n got %s\nwant %s", max, offset, limit, fmtEntries(got), fmtEntries(want))
 				}
 			}
@@ -300,7 +300,7 @@ func testInboxTieOrder(t *testing.T, ib feed.Inbox) {
 				break
 			}
 		}
-		if !sameEntries(got, want[1:]) {
+		if !slices.Equal(got, want[1:]) {
 			t.Fatalf("paged with limit %d:\n got %s\nwant %s", limit, fmtEntries(got), fmtEntries(want[1:]))
 		}
 	}
@@ -395,7 +395,7 @@ func testInboxRandom(t *testing.T, ib feed.Inbox) {
 				offset = 0
 			}
 			want, _ := m.Page(ctx, u, feed.AtMost(max), offset, limit)
-			if got := page(t, ib, u, max, offset, limit); !sameEntries(got, want) {
+			if got := page(t, ib, u, max, offset, limit); !slices.Equal(got, want) {
 				t.Fatalf("operation %d: Page(user %d, max %d, offset %d, limit %d):\n got %s\nwant %s",
 					op, u, max, offset, limit, fmtEntries(got), fmtEntries(want))
 			}

@@ -639,7 +639,7 @@ func (m outboxModel) entries(authors []int64, max int64, limit int) []feed.Entry
 	return out
 }
 
-func max0(n int) int { return max(n, 0) }
+func max0(n int) int { return max(n, 0) } // max is shadowed in entries
 
 func testOutbox(t *testing.T, b *Backend) {
 	ctx := t.Context()
@@ -670,7 +670,7 @@ func testOutbox(t *testing.T, b *Backend) {
 		t.Helper()
 		got, err := b.Outbox.Entries(ctx, as, feed.AtMost(max), limit)
 		must(t, err, "Outbox.Entries")
-		if want := model.entries(as, max, limit); !sameEntries(got, want) {
+		if want := model.entries(as, max, limit); !slices.Equal(got, want) {
 			t.Fatalf("Outbox.Entries(%v, max %d, limit %d):\n got %s\nwant %s", as, max, limit, fmtEntries(got), fmtEntries(want))
 		}
 	}

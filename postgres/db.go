@@ -172,14 +172,9 @@ func scanEntries(rows pgx.Rows, err error) ([]feed.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []feed.Entry{}
-	for rows.Next() {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (feed.Entry, error) {
 		var e feed.Entry
-		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		err := row.Scan(&e.Score, &e.PostID)
+		return e, err
+	})
 }

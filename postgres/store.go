@@ -76,15 +76,14 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, err
-		}
+	users, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*feed.User, error) { return scanUser(row) })
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range users {
 		out[u.ID] = u
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ---- login codes and sessions
@@ -198,32 +197,14 @@ func scanPosts(rows pgx.Rows, err error) ([]*feed.Post, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []*feed.Post{}
-	for rows.Next() {
-		p, err := scanPost(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*feed.Post, error) { return scanPost(row) })
 }
 
 func scanIDs(rows pgx.Rows, err error) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // CreatePost implements feed.PostStore.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	feed "github.com/feedd/feedd"
 )
 
@@ -28,19 +30,24 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	views, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*feed.PostView, error) {
 		var p feed.Post
 		var a feed.User
 		var created, updated int64
 		var liked bool
-		if err := rows.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments,
+		if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments,
 			&created, &updated, &a.NickName, &a.Icon, &liked); err != nil {
 			return nil, err
 		}
 		p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 		a.ID = p.UserID
-		out[p.ID] = &feed.PostView{Post: &p, Author: &a, IsLike: liked}
+		return &feed.PostView{Post: &p, Author: &a, IsLike: liked}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	for _, v := range views {
+		out[v.Post.ID] = v
+	}
+	return out, nil
 }

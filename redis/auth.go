@@ -119,7 +119,7 @@ func (s *AuthStore) SaveCode(ctx context.Context, phone, codeHash string, now ti
 	// The key must outlive both the code and the resend window, as the
 	// SQLite row does.
 	gc := max(ttl, resendAfter) + gcGrace
-	ok, err := saveCodeScript.Run(ctx, s.rdb, []string{codeKey(s.prefix, phone)},
+	ok, err := saveCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)},
 		codeHash, now.UnixMilli(), now.Add(ttl).UnixMilli(), resendAfter.Milliseconds(), gc.Milliseconds()).Int()
 	if err != nil {
 		if s.Durable != nil && ctx.Err() == nil {
@@ -135,7 +135,7 @@ func (s *AuthStore) SaveCode(ctx context.Context, phone, codeHash string, now ti
 // ConsumeCode implements feed.AuthStore: one call of consumeCodeScript.
 // EINVALID when there is no live code or it does not match.
 func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
-	res, err := consumeCodeScript.Run(ctx, s.rdb, []string{codeKey(s.prefix, phone)}, codeHash, now.UnixMilli(), maxTries).Int()
+	res, err := consumeCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)}, codeHash, now.UnixMilli(), maxTries).Int()
 	switch {
 	case err != nil:
 		if s.Durable != nil && ctx.Err() == nil {
@@ -172,7 +172,7 @@ func (s *AuthStore) CreateSession(ctx context.Context, tokenHash string, userID 
 }
 
 func (s *AuthStore) cacheSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
-	key := sessionKey(s.prefix, tokenHash)
+	key := SessionKey(s.prefix, tokenHash)
 	gc := max(time.Until(expires), 0) + gcGrace
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Del(ctx, key)
@@ -197,7 +197,7 @@ const durableSlack = 5 * time.Minute
 // returns the user of a live session and slides its expiry to now+ttl.
 // EUNAUTHORIZED when there is no live session.
 func (s *AuthStore) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
-	key := sessionKey(s.prefix, tokenHash)
+	key := SessionKey(s.prefix, tokenHash)
 	res, err := sessionScript.Run(ctx, s.rdb, []string{key},
 		now.UnixMilli(), now.Add(ttl).UnixMilli(), sessionSlack.Milliseconds(), (ttl + gcGrace).Milliseconds()).StringSlice()
 	switch {
@@ -245,5 +245,5 @@ func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	}
 	// If Redis is unreachable the cached copy outlives the logout until the
 	// next durable check (durableSlack) finds the session gone; report it.
-	return s.rdb.Del(ctx, sessionKey(s.prefix, tokenHash)).Err()
+	return s.rdb.Del(ctx, SessionKey(s.prefix, tokenHash)).Err()
 }

@@ -51,7 +51,7 @@ func TestSessionsSurviveRedisLoss(t *testing.T) {
 	if id, err := auth.Session(ctx, "tok", now.Add(time.Minute), ttl); err != nil || id != u.ID {
 		t.Fatalf("after a flush: %d, %v", id, err)
 	}
-	if n, _ := rdb.Exists(ctx, prefix+"session:{tok}").Result(); n != 1 {
+	if n, _ := rdb.Exists(ctx, redis.SessionKey(prefix, "tok")).Result(); n != 1 {
 		t.Fatalf("session not cached again after the flush")
 	}
 

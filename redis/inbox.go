@@ -50,7 +50,7 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: inboxKey}
+	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey}
 }
 
 func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }

@@ -29,7 +29,7 @@ var _ feed.Outbox = (*Outbox)(nil)
 // NewOutbox returns an Outbox on rdb, rebuilding lost outboxes from source.
 func NewOutbox(rdb goredis.UniversalClient, opts InboxOptions, source feed.Outbox) *Outbox {
 	sets := NewInbox(rdb, opts)
-	sets.keyOf = outboxKey
+	sets.keyOf = OutboxKey
 	return &Outbox{sets: sets, Source: source}
 }
 

@@ -19,22 +19,27 @@ import (
 	"strconv"
 )
 
-// inboxKey is the sorted set of userID's inbox.
-func inboxKey(prefix string, userID int64) string {
+// The key builders below are the only place the layout is spelled out:
+// anything else that names a key (tests, benchmarks) calls them.
+
+// InboxKey is the key of userID's inbox (a sorted set) under prefix.
+func InboxKey(prefix string, userID int64) string {
 	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
 }
 
-// outboxKey is the sorted set of authorID's own posts (see Outbox).
-func outboxKey(prefix string, authorID int64) string {
+// OutboxKey is the key of authorID's own posts (a sorted set, see Outbox)
+// under prefix.
+func OutboxKey(prefix string, authorID int64) string {
 	return prefix + "outbox:{" + strconv.FormatInt(authorID, 10) + "}"
 }
 
-// codeKey is the hash of phone's live login code.
-func codeKey(prefix, phone string) string {
+// CodeKey is the key of phone's live login code (a hash) under prefix.
+func CodeKey(prefix, phone string) string {
 	return prefix + "code:{" + phone + "}"
 }
 
-// sessionKey is the hash of the session whose token hashes to tokenHash.
-func sessionKey(prefix, tokenHash string) string {
+// SessionKey is the key of the session whose token hashes to tokenHash (a
+// hash) under prefix.
+func SessionKey(prefix, tokenHash string) string {
 	return prefix + "session:{" + tokenHash + "}"
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -206,13 +205,29 @@ func inOrder(entries []feed.Entry) []feed.Entry {
 	return out
 }
 
+// TestKeyLayout pins the key layout the package documents: it is what a
+// deployment's Redis holds, so a change is a migration, not a refactoring.
+func TestKeyLayout(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{redis.InboxKey("p:", 42), "p:feed:{42}"},
+		{redis.OutboxKey("p:", 42), "p:outbox:{42}"},
+		{redis.CodeKey("p:", "13800000001"), "p:code:{13800000001}"},
+		{redis.SessionKey("p:", "abc"), "p:session:{abc}"},
+		{redis.InboxKey("", 7), "feed:{7}"},
+	} {
+		if c.got != c.want {
+			t.Errorf("key %q, want %q", c.got, c.want)
+		}
+	}
+}
+
 func TestLostInbox(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
 		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
 		const user = 42
-		key := prefix + "feed:{42}" // the layout the package documents
+		key := redis.InboxKey(prefix, user)
 		lost := func(what string) {
 			t.Helper()
 			if _, err := ib.Page(ctx, user, feed.AtMost(math.MaxInt32<<20), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
@@ -376,7 +391,7 @@ func TestCap(t *testing.T) {
 				continue
 			}
 			for _, u := range all {
-				n := int(rdb.ZCard(ctx, prefix+"feed:{"+strconv.FormatInt(u, 10)+"}").Val())
+				n := int(rdb.ZCard(ctx, redis.InboxKey(prefix, u)).Val())
 				if u%2 == 1 { // built: the sentinel is a member
 					n--
 				}
@@ -411,7 +426,7 @@ func TestAuthClock(t *testing.T) {
 		past := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 		const phone = "13800000001"
 		mustDo(t, s.SaveCode(ctx, phone, "h1", past, feed.CodeTTL, feed.CodeResendAfter), "SaveCode")
-		if ttl := rdb.PTTL(ctx, prefix+"code:{"+phone+"}").Val(); ttl <= feed.CodeTTL || ttl > feed.CodeTTL+2*time.Minute {
+		if ttl := rdb.PTTL(ctx, redis.CodeKey(prefix, phone)).Val(); ttl <= feed.CodeTTL || ttl > feed.CodeTTL+2*time.Minute {
 			t.Fatalf("code key PTTL = %v", ttl)
 		}
 		err := s.SaveCode(ctx, phone, "h2", past.Add(feed.CodeResendAfter-time.Millisecond), feed.CodeTTL, feed.CodeResendAfter)
@@ -427,13 +442,13 @@ func TestAuthClock(t *testing.T) {
 			t.Fatalf("ConsumeCode of a wrong code: %v", err)
 		}
 		mustDo(t, s.ConsumeCode(ctx, phone, "h1", past.Add(feed.CodeTTL-time.Millisecond), feed.CodeMaxTries), "ConsumeCode")
-		if n := rdb.Exists(ctx, prefix+"code:{"+phone+"}").Val(); n != 0 {
+		if n := rdb.Exists(ctx, redis.CodeKey(prefix, phone)).Val(); n != 0 {
 			t.Fatal("a consumed code is still stored")
 		}
 
 		// A session created and read in 2001 works, and its key expires.
 		mustDo(t, s.CreateSession(ctx, "tok", 77, past.Add(feed.SessionTTL)), "CreateSession")
-		key := prefix + "session:{tok}"
+		key := redis.SessionKey(prefix, "tok")
 		if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > 2*time.Minute {
 			t.Fatalf("PTTL of a session that expired by the server's clock = %v", ttl)
 		}
@@ -460,7 +475,7 @@ func TestAuthClock(t *testing.T) {
 		}
 		// A session created now lives in Redis until its expiry (and a grace).
 		mustDo(t, s.CreateSession(ctx, "tok2", 78, time.Now().Add(feed.SessionTTL)), "CreateSession")
-		if ttl := rdb.PTTL(ctx, prefix+"session:{tok2}").Val(); ttl < feed.SessionTTL-time.Minute || ttl > feed.SessionTTL+2*time.Minute {
+		if ttl := rdb.PTTL(ctx, redis.SessionKey(prefix, "tok2")).Val(); ttl < feed.SessionTTL-time.Minute || ttl > feed.SessionTTL+2*time.Minute {
 			t.Fatalf("PTTL of a new session = %v", ttl)
 		}
 	})

@@ -3,10 +3,12 @@
 # .ci/run as root on a fresh machine).
 #
 # Usage:
-#   scripts/test.sh                        go vet ./... && go test -race -count=1 -timeout 30m ./...
-#   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... :
-#                                          go vet ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
+#   scripts/test.sh                        go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m ./...
+#   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
+#                                          go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
 #   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
+# staticcheck is honnef.co/go/tools at the pinned $STATICCHECK_VERSION, run
+# with go run (fetched through the Go module proxy, not in go.mod).
 #
 # It does all set-up itself, on loopback (127.0.0.1) only:
 #   - installs redis-server with apt-get if redis-server/redis-cli are missing
@@ -30,13 +32,16 @@
 # Concurrent runs are safe: separate temp dirs, random ports, and a server that
 # loses a race for a port is restarted on another one.
 #
-# Exit status: go vet's if vet fails (tests are then not run), else go test's.
+# Exit status: go vet's or staticcheck's if one fails (tests are then not
+# run), else go test's.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately, with the fixes it asks for
 
 TMP=""          # temp dir holding everything
 CHILD_PID=""    # go vet / go test, run in its own session (pgid == pid)
@@ -362,6 +367,13 @@ log "go vet ./..."
 run_group go vet ./... || rc=$?
 if [[ $rc -ne 0 ]]; then
 	log "go vet failed (exit $rc)"
+	exit "$rc"
+fi
+staticcheck=(go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION")
+log "${staticcheck[*]} ./..."
+run_group "${staticcheck[@]}" ./... || rc=$?
+if [[ $rc -ne 0 ]]; then
+	log "staticcheck failed (exit $rc)"
 	exit "$rc"
 fi
 log "go test -race -count=1 -timeout 30m $*"

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -137,8 +136,8 @@ type stores interface {
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
-// as the source of truth and job queue, and Redis (one node or a Cluster),
-// when configured, for inboxes, sessions and codes.
+// as the source of truth and job queue, and Redis (one node, Sentinels or a
+// Cluster), when configured, for inboxes, sessions and codes.
 func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
 	a = &app{log: log}
 	defer func() {
@@ -155,7 +154,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	var st stores
 	var inbox feed.Inbox
 	var outbox feed.Outbox // the posts index in SQL
-	var deps = &fanout.Deps{BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit}
+	// newQueue makes the database's job queue, once the workers' Deps are known.
+	var newQueue func(*fanout.Deps) error
 	if c.databaseURL != "" {
 		db, err := postgres.Open(ctx, c.databaseURL)
 		if err != nil {
@@ -164,12 +164,15 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
-		q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
-		if err != nil {
-			return nil, err
+		newQueue = func(deps *fanout.Deps) error {
+			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
+			if err != nil {
+				return err
+			}
+			db.Enqueue = q.EnqueueTx
+			a.start, a.stop = q.Start, q.Stop
+			return nil
 		}
-		db.Enqueue = q.EnqueueTx
-		a.start, a.stop = q.Start, q.Stop
 	} else {
 		db, err := sqlite.Open(ctx, c.dataDir)
 		if err != nil {
@@ -183,19 +186,27 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
 		a.health = db.Read.PingContext
 		qcfg.PollInterval = c.pollInterval
-		q, err := fanout.New(driver, qcfg, deps)
-		if err != nil {
-			return nil, err
+		newQueue = func(deps *fanout.Deps) error {
+			q, err := fanout.New(driver, qcfg, deps)
+			if err != nil {
+				return err
+			}
+			db.Enqueue = q.EnqueueTx
+			a.start, a.stop = q.Start, q.Stop
+			return nil
 		}
-		db.Enqueue = q.EnqueueTx
-		a.start, a.stop = q.Start, q.Stop
 	}
 
 	var auth feed.AuthStore = st
-	if rdb := redisClient(c); rdb != nil {
+	rdb, err := redisClient(c)
+	if err != nil {
+		return nil, err
+	}
+	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
-		inbox = redis.NewInbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap})
-		outbox = redis.NewOutbox(rdb, redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}, outbox)
+		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}
+		inbox = redis.NewInbox(rdb, opts)
+		outbox = redis.NewOutbox(rdb, opts, outbox)
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
@@ -209,9 +220,16 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return dbHealth(ctx)
 		}
 	}
+
 	active := time.Duration(c.activeDays) * 24 * time.Hour
-	deps.Follows, deps.Inbox, deps.Users, deps.Social, deps.Outbox = st, inbox, st, st, outbox
-	deps.PullThreshold, deps.Backfill, deps.InboxCap, deps.ActiveWindow, deps.Now = c.pullAt, c.backfill, c.inboxCap, active, clock
+	deps := &fanout.Deps{
+		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
+		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
+		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit,
+	}
+	if err := newQueue(deps); err != nil {
+		return nil, err
+	}
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
@@ -219,37 +237,25 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	return a, nil
 }
 
-// isSentinelURL reports whether a --redis-url names Sentinels (it has a
-// master_name parameter): redis://sentinel:26379?master_name=mymaster&addr=other:26379
-func isSentinelURL(u string) bool {
-	parsed, err := url.Parse(u)
-	return err == nil && parsed.Query().Has("master_name")
-}
-
 // redisClient returns the configured Redis client, nil if none. One code
-// path serves a single node and a Cluster (redis.UniversalClient).
-func redisClient(c *config) goredis.UniversalClient {
-	if c.redisCluster != "" {
-		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64, MaxRetries: 1})
-	}
-	if c.redisURL == "" {
-		return nil
-	}
-	if isSentinelURL(c.redisURL) {
-		opts, err := goredis.ParseFailoverURL(c.redisURL) // validated by parseConfig
-		if err != nil {
-			panic(err)
-		}
+// path serves a single node, Sentinels and a Cluster
+// (redis.UniversalClient). The pools are sized for the workers and the
+// API, and requests retry once: when Redis is down they fall back to the
+// database quickly instead of waiting out a long retry schedule.
+func redisClient(c *config) (goredis.UniversalClient, error) {
+	switch {
+	case c.redisCluster != "":
+		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64, MaxRetries: 1}), nil
+	case c.redisFailover != nil:
+		opts := *c.redisFailover
 		opts.PoolSize, opts.MaxRetries = 64, 1
-		return goredis.NewFailoverClient(opts)
+		return goredis.NewFailoverClient(&opts), nil
+	case c.redisNode != nil:
+		opts := *c.redisNode
+		opts.PoolSize, opts.MaxRetries = 64, 1
+		return goredis.NewClient(&opts), nil
+	case c.redisURL != "":
+		return nil, errors.New("--redis-url was not parsed") // parseRedisURL is part of reading the configuration
 	}
-	opts, err := goredis.ParseURL(c.redisURL) // validated by parseConfig
-	if err != nil {
-		panic(err)
-	}
-	opts.PoolSize = 64
-	// One retry: when Redis is down, requests fall back to the database
-	// quickly instead of waiting out a long retry schedule.
-	opts.MaxRetries = 1
-	return goredis.NewClient(opts)
+	return nil, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -172,10 +173,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := s.do(c.method, c.path, c.token, c.body)
-		want := c.status
-		if want == 0 {
-			want = 200
-		}
+		want := cmp.Or(c.status, 200)
 		if r.Status != want || r.Success || r.ErrorMsg == "" {
 			t.Errorf("%s %s %.60v: got %d %s, want %d and a refusal", c.method, c.path, c.body, r.Status, r.Raw, want)
 		}

@@ -19,8 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/feedd/feedd/bench"
+	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/internal/bench"
 	"github.com/feedd/feedd/sqlite"
 )
 
@@ -64,7 +65,7 @@ type benchFlags struct {
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
-		fs, _ := newBenchFlagSet("", &config{cmd: "serve"}, &benchFlags{}, getenv, stderr)
+		fs, _, _ := newBenchFlagSet("", &config{cmd: "serve"}, &benchFlags{}, getenv, stderr) // help shows even with a malformed FEED_* value
 		fmt.Fprint(stdout, benchUsage)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
@@ -80,12 +81,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("unknown benchmark %q (fanout, read, publish or memory)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
-	fs, explicit := newBenchFlagSet(sub, c, bf, getenv, stderr)
+	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if envErr != nil {
+		return envErr
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -100,8 +104,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return errors.New("feedd bench needs --workers of at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1 || c.inboxCap < 1:
 		return errors.New("--fanout-batch, --fanout-split and --inbox-cap must be at least 1")
-	case c.pageSize < 1 || c.pageSize > 50:
-		return errors.New("--page-size must be from 1 to 50")
+	case c.pageSize < 1 || c.pageSize > feed.MaxPageSize:
+		return fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
 	case bf.runs < 1:
 		return errors.New("--runs must be at least 1")
 	}
@@ -113,10 +117,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if c.rescueAfter < c.jobTimeout {
 		c.rescueAfter = c.jobTimeout
 	}
-	if c.redisURL != "" {
-		if _, err := goredis.ParseURL(c.redisURL); err != nil {
-			return fmt.Errorf("--redis-url: %w", err)
-		}
+	if err := c.parseRedisURL(); err != nil {
+		return err
+	}
+	if c.redisFailover != nil {
+		return errors.New("feedd bench runs against one Redis node: use --redis-url without master_name")
 	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
 	defer cancel()
@@ -128,10 +133,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	tag := randomTag()
 
 	var rdb *goredis.Client
-	if c.redisURL != "" {
-		opts, _ := goredis.ParseURL(c.redisURL)
+	if c.redisNode != nil {
+		opts := *c.redisNode
 		opts.PoolSize = 16
-		rdb = goredis.NewClient(opts)
+		rdb = goredis.NewClient(&opts)
 		defer rdb.Close()
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis: %w", err)
@@ -256,9 +261,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 // newBenchFlagSet declares serve's flags and the benchmark's. explicit
-// reports which flags the command line set.
-func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) string, out io.Writer) (*flag.FlagSet, func(*flag.FlagSet) map[string]bool) {
-	fs := newFlagSet("bench "+sub, c, getenv, out)
+// reports which flags the command line set; the error is newFlagSet's.
+func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) string, out io.Writer) (*flag.FlagSet, func(*flag.FlagSet) map[string]bool, error) {
+	fs, envErr := newFlagSet("bench "+sub, c, getenv, out)
 	fs.Init("feedd bench "+sub, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(out, benchUsage)
@@ -288,7 +293,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		return set
-	}
+	}, envErr
 }
 
 // loadAverage is the first three fields of /proc/loadavg ("?" elsewhere).

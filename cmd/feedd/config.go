@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
+	"net/url"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	feed "github.com/feedd/feedd"
 )
 
 // config is everything feedd can be told. Only cmd/feedd reads flags and
@@ -34,36 +36,44 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+
+	// Parsed from redisURL by parseRedisURL: at most one is set.
+	redisNode     *goredis.Options         // a single node
+	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
 }
 
-// newFlagSet declares every flag with its FEED_* environment fallback.
-func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer) *flag.FlagSet {
+// newFlagSet declares every flag with its FEED_* environment fallback. A
+// variable that is set is the flag's default, parsed as the flag would
+// parse it; the error names every malformed variable (nil if none). Help
+// output shows the defaults in force, the environment's included.
+func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet("feedd "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
-	str := func(p *string, name, env, def, help string) {
-		if v := getenv(env); v != "" {
-			def = v
+	var errs []error
+	fromEnv := func(name, env string) {
+		if err := envDefault(fs, name, env, getenv); err != nil {
+			errs = append(errs, err)
 		}
-		fs.StringVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
 	}
-	num := func(p *int, name, env string, def int, help string) {
-		if v, err := strconv.Atoi(getenv(env)); err == nil {
-			def = v
-		}
-		fs.IntVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
+	help := func(help, env string) string { return fmt.Sprintf("%s (env %s)", help, env) }
+	str := func(p *string, name, env, def, usage string) {
+		fs.StringVar(p, name, def, help(usage, env))
+		fromEnv(name, env)
 	}
-	dur := func(p *time.Duration, name, env string, def time.Duration, help string) {
-		if v, err := time.ParseDuration(getenv(env)); err == nil {
-			def = v
-		}
-		fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", help, env))
+	num := func(p *int, name, env string, def int, usage string) {
+		fs.IntVar(p, name, def, help(usage, env))
+		fromEnv(name, env)
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
+		fs.DurationVar(p, name, def, help(usage, env))
+		fromEnv(name, env)
 	}
 	str(&c.addr, "addr", "FEED_ADDR", "127.0.0.1:8081", "address the HTTP API listens on")
 	str(&c.dataDir, "data", "FEED_DATA", "./data", "directory of the SQLite database file, created if missing")
 	str(&c.logFormat, "log-format", "FEED_LOG_FORMAT", "text", "log format: text or json")
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.workers, "workers", "FEED_WORKERS", 4, "fan-out jobs worked at once by this process (0: none)")
-	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", 10, "default number of posts in a feed page (1-50)")
+	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", feed.DefaultPageSize, fmt.Sprintf("default number of posts in a feed page (1-%d)", feed.MaxPageSize))
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
@@ -71,19 +81,36 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database); with ?master_name=NAME it names Sentinels (more with &addr=host:port)")
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
 	str(&c.redisPrefix, "redis-prefix", "FEED_REDIS_PREFIX", "", "prefix of every Redis key, to share one Redis between deployments")
-	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", 800, "entries kept in each inbox")
+	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", feed.DefaultInboxCap, "entries kept in each inbox")
 	num(&c.pullAt, "pull-threshold", "FEED_PULL_THRESHOLD", 10000, "authors with at least this many followers are not fanned out; readers merge their posts (0: never)")
 	num(&c.activeDays, "active-days", "FEED_ACTIVE_DAYS", 30, "followers idle this many days are skipped by fan-out and regenerated on return (0: never skip)")
-	num(&c.backfill, "backfill", "FEED_BACKFILL", 200, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
+	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
-	return fs
+	return fs, errors.Join(errs...)
+}
+
+// envDefault makes the value of the environment variable env, if set, the
+// default of the flag name: parsed as the flag parses its argument, so a
+// malformed value is an error that names the variable, like a malformed
+// flag. The command line still overrides it.
+func envDefault(fs *flag.FlagSet, name, env string, getenv func(string) string) error {
+	v := getenv(env)
+	if v == "" {
+		return nil
+	}
+	f := fs.Lookup(name)
+	if err := f.Value.Set(v); err != nil {
+		return fmt.Errorf("invalid value %q for %s (--%s): %w", v, env, name, err)
+	}
+	f.DefValue = f.Value.String()
+	return nil
 }
 
 // parseConfig returns nil, nil when only help was asked for.
 func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	c := &config{cmd: cmd}
-	fs := newFlagSet(cmd, c, getenv, stderr)
+	fs, envErr := newFlagSet(cmd, c, getenv, stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -94,6 +121,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		}
 		return nil, err
 	}
+	if envErr != nil {
+		return nil, envErr
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -102,8 +132,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--log-format must be text or json")
 	case c.workers < 0:
 		return nil, fmt.Errorf("--workers must not be negative")
-	case c.pageSize < 1 || c.pageSize > 50:
-		return nil, fmt.Errorf("--page-size must be from 1 to 50")
+	case c.pageSize < 1 || c.pageSize > feed.MaxPageSize:
+		return nil, fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
 	case c.redisURL != "" && c.redisCluster != "":
 		return nil, fmt.Errorf("set --redis-url or --redis-cluster, not both")
 	case c.pullAt < 0 || c.activeDays < 0 || c.backfill < 0:
@@ -112,20 +142,40 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--inbox-cap must be at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1:
 		return nil, fmt.Errorf("--fanout-batch and --fanout-split must be at least 1")
+	case c.jobTimeout <= 0:
+		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	}
-	if c.redisURL != "" {
-		parse := func(u string) error { _, err := goredis.ParseURL(u); return err }
-		if isSentinelURL(c.redisURL) {
-			parse = func(u string) error { _, err := goredis.ParseFailoverURL(u); return err }
-		}
-		if err := parse(c.redisURL); err != nil {
-			return nil, fmt.Errorf("--redis-url: %w", err)
-		}
+	if err := c.parseRedisURL(); err != nil {
+		return nil, err
 	}
 	if cmd == "worker" && c.workers == 0 {
 		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")
 	}
 	return c, nil
+}
+
+// parseRedisURL parses --redis-url, if set, into c.redisNode or, when it
+// names Sentinels (a master_name parameter:
+// redis://sentinel:26379?master_name=mymaster&addr=other:26379), into
+// c.redisFailover.
+func (c *config) parseRedisURL() error {
+	c.redisNode, c.redisFailover = nil, nil
+	if c.redisURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.redisURL)
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", err)
+	}
+	if u.Query().Has("master_name") {
+		c.redisFailover, err = goredis.ParseFailoverURL(c.redisURL)
+	} else {
+		c.redisNode, err = goredis.ParseURL(c.redisURL)
+	}
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", err)
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	feed "github.com/feedd/feedd"
 )
 
 // testClock is the server's clock in tests: real time, unless frozen at a
@@ -75,7 +77,7 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 	slices.Reverse(want) // ids grow with time: newest first is id descending
 
 	waitFor(t, "fan-out of 200 posts", func() bool {
-		return len(s.scrollAll(b, 50)) == 200 && len(s.scrollAll(c, 50)) == 200
+		return len(s.scrollAll(b, feed.MaxPageSize)) == 200 && len(s.scrollAll(c, feed.MaxPageSize)) == 200
 	})
 	check := func(token string, size int, want []int64) []blog {
 		t.Helper()
@@ -95,7 +97,7 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 		}
 		return got
 	}
-	for _, size := range []int{1, 2, 3, 7, 10, 16, 50} {
+	for _, size := range []int{1, 2, 3, 7, 10, 16, feed.MaxPageSize} {
 		check(b, size, want)
 		check(c, size, want)
 	}
@@ -150,7 +152,7 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 		}
 	}
 	waitFor(t, "removal of deleted posts from the inboxes", func() bool {
-		return len(s.scrollAll(b, 50)) == len(rest) && len(s.scrollAll(c, 50)) == len(rest)
+		return len(s.scrollAll(b, feed.MaxPageSize)) == len(rest) && len(s.scrollAll(c, feed.MaxPageSize)) == len(rest)
 	})
 	for _, size := range []int{1, 3, 10} {
 		check(b, size, rest)

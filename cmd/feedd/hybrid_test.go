@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/redis"
 )
 
 // holds reports whether the Redis set key holds post id.
@@ -61,11 +63,11 @@ func TestHybridEndToEnd(t *testing.T) {
 	s.must("POST", "/blog", a, map[string]any{"title": "big news", "content": "to all"}, &p1)
 	for i, tok := range fans {
 		waitFor(t, "post in feed", func() bool { return slices.Contains(s.feedIDs(tok), p1) })
-		if b.holds(t, inboxKey(b.prefix, fanIDs[i]), p1) {
+		if b.holds(t, redis.InboxKey(b.prefix, fanIDs[i]), p1) {
 			t.Fatalf("follower %d's Redis inbox holds a pull-mode post", fanIDs[i])
 		}
 	}
-	if !b.holds(t, b.prefix+"outbox:{"+strconv.FormatInt(aID, 10)+"}", p1) {
+	if !b.holds(t, redis.OutboxKey(b.prefix, aID), p1) {
 		t.Fatal("the author's outbox lacks the post")
 	}
 
@@ -86,7 +88,7 @@ func TestHybridEndToEnd(t *testing.T) {
 		return len(f) == 3 && slices.Contains(f, bPosts[0]) && slices.Contains(f, bPosts[2])
 	})
 	for _, id := range bPosts {
-		if !b.holds(t, inboxKey(b.prefix, gID), id) {
+		if !b.holds(t, redis.InboxKey(b.prefix, gID), id) {
 			t.Fatalf("backfilled post %d not in the inbox", id)
 		}
 	}
@@ -94,7 +96,7 @@ func TestHybridEndToEnd(t *testing.T) {
 	if f := s.feedIDs(g); len(f) != 0 {
 		t.Fatalf("after unfollow the feed still shows %v", f)
 	}
-	waitFor(t, "removal from the inbox", func() bool { return !b.holds(t, inboxKey(b.prefix, gID), bPosts[1]) })
+	waitFor(t, "removal from the inbox", func() bool { return !b.holds(t, redis.InboxKey(b.prefix, gID), bPosts[1]) })
 
 	// Deletes disappear from every feed.
 	s.must("DELETE", fmt.Sprintf("/blog/%d", p1), a, nil, nil)
@@ -114,7 +116,7 @@ func TestHybridEndToEnd(t *testing.T) {
 		s.must("PUT", fmt.Sprintf("/follow/%d/false", aID), tok, nil, nil)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !b.holds(t, inboxKey(b.prefix, fanIDs[0]), p2) || !b.holds(t, inboxKey(b.prefix, fanIDs[1]), p2) {
+	for !b.holds(t, redis.InboxKey(b.prefix, fanIDs[0]), p2) || !b.holds(t, redis.InboxKey(b.prefix, fanIDs[1]), p2) {
 		for _, tok := range fans[:2] {
 			f := s.feedIDs(tok)
 			noDuplicates(t, "while leaving pull mode", f)
@@ -129,7 +131,7 @@ func TestHybridEndToEnd(t *testing.T) {
 	}
 	var p3 int64
 	s.must("POST", "/blog", a, map[string]any{"title": "small again", "content": "push"}, &p3)
-	waitFor(t, "push delivery", func() bool { return b.holds(t, inboxKey(b.prefix, fanIDs[0]), p3) })
+	waitFor(t, "push delivery", func() bool { return b.holds(t, redis.InboxKey(b.prefix, fanIDs[0]), p3) })
 	for _, tok := range fans[:2] {
 		f := s.feedIDs(tok)
 		noDuplicates(t, "after leaving pull mode", f)
@@ -148,12 +150,13 @@ func TestHybridEndToEnd(t *testing.T) {
 	waitFor(t, "backfill", func() bool { return len(s.feedIDs(h)) == 3 })
 	waitJobsDone(t, b.dbURL)                    // the follow jobs ran (a month ago, for the server)
 	clk.shift.Store(int64(31 * 24 * time.Hour)) // a month passes; every session has expired
-	bTok, k = s.login("13700000001"), s.login("13600000002")
+	bTok = s.login("13700000001")
+	s.login("13600000002") // k comes back (a login marks the user active); h stays away
 	var p4 int64
 	s.must("POST", "/blog", bTok, map[string]any{"title": "while you were away", "content": "hello"}, &p4)
-	waitFor(t, "delivery to the active follower", func() bool { return b.holds(t, inboxKey(b.prefix, kID), p4) })
+	waitFor(t, "delivery to the active follower", func() bool { return b.holds(t, redis.InboxKey(b.prefix, kID), p4) })
 	time.Sleep(200 * time.Millisecond)
-	if b.holds(t, inboxKey(b.prefix, hID), p4) {
+	if b.holds(t, redis.InboxKey(b.prefix, hID), p4) {
 		t.Fatal("fan-out delivered to a user idle past --active-days")
 	}
 	h = s.login("13600000001") // back

@@ -106,7 +106,7 @@ func TestFanoutSurvivesKill(t *testing.T) {
 
 	// Restart with a short rescue window: the killed process's running jobs
 	// are orphans and are retried.
-	startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "4",
+	p = startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "4",
 		"--poll-interval", "20ms", "--job-timeout", "2s", "--rescue-after", "2s")
 	deadline = time.Now().Add(90 * time.Second)
 	for count(t, ro, `SELECT count(*) FROM inbox WHERE post_id = ?`, postID) < followers+1 {
@@ -126,4 +126,6 @@ func TestFanoutSurvivesKill(t *testing.T) {
 	if n := count(t, ro, `SELECT count(*) FROM inbox WHERE post_id = ?`, postID); n != followers+1 {
 		t.Fatalf("%d deliveries, want %d", n, followers+1)
 	}
+	// Unlike the first, the restarted process shuts down gracefully.
+	p.stop(t)
 }

@@ -58,7 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runBench(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		newFlagSet("serve", &config{}, getenv, stdout).PrintDefaults()
+		fs, _ := newFlagSet("serve", &config{}, getenv, stdout) // help shows even with a malformed FEED_* value
+		fs.PrintDefaults()
 		return nil
 	}
 	return fmt.Errorf("unknown command %q (try feedd help)", cmd)

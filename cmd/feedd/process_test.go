@@ -104,14 +104,24 @@ func (p *proc) kill() {
 	}
 }
 
-// stop asks the process to shut down gracefully and waits.
+// stop asks the process to shut down gracefully (SIGTERM) and waits: it
+// must log "stopped" and exit with status 0.
 func (p *proc) stop(t testing.TB) {
+	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):
 		t.Errorf("feedd did not stop within 30s of SIGTERM")
 		p.kill()
+		return
+	}
+	// done is closed after cmd.Wait, once the whole log is read.
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("feedd exited with status %d after SIGTERM", code)
+	}
+	if p.logs.find("stopped", nil) == nil {
+		t.Errorf(`feedd exited without logging "stopped"`)
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
+	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/testenv"
 	"github.com/feedd/feedd/postgres"
+	"github.com/feedd/feedd/redis"
 )
 
 // backendArgs are the feedd flags of one production backend under test.
@@ -84,14 +86,10 @@ func cleanupKeys(rdb goredis.UniversalClient, prefix string) {
 	}
 }
 
-func inboxKey(prefix string, userID int64) string {
-	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
-}
-
 // inboxIDs returns the post ids in a Redis inbox (without its sentinel).
 func (b *backendArgs) inboxIDs(t *testing.T, userID int64) []int64 {
 	t.Helper()
-	members, err := b.rdb.ZRangeByScore(context.Background(), inboxKey(b.prefix, userID), &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
+	members, err := b.rdb.ZRangeByScore(context.Background(), redis.InboxKey(b.prefix, userID), &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +116,7 @@ func (b *backendArgs) holders(t *testing.T, postID int64, ids []int64) int {
 		chunk := ids[start:min(start+5000, len(ids))]
 		cmds, err := b.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, id := range chunk {
-				p.ZScore(ctx, inboxKey(b.prefix, id), member)
+				p.ZScore(ctx, redis.InboxKey(b.prefix, id), member)
 			}
 			return nil
 		})
@@ -270,7 +268,7 @@ func TestProductionScenario(t *testing.T) {
 					t.Fatalf("inbox of %d holds %d ids, want exactly the 200 posted", f, len(got))
 				}
 			}
-			all := c.scrollAll(f1, 50)
+			all := c.scrollAll(f1, feed.MaxPageSize)
 			want := feedOrder(t, all)
 			times := map[string]bool{}
 			for _, p := range all {
@@ -281,7 +279,7 @@ func TestProductionScenario(t *testing.T) {
 				t.Fatalf("feed has %d posts", len(all))
 			}
 			for _, tok := range []string{f1, f2} {
-				for _, size := range []int{1, 7, 10, 50} {
+				for _, size := range []int{1, 7, 10, feed.MaxPageSize} {
 					if got := ids(c.scrollAll(tok, size)); !slices.Equal(got, want) {
 						t.Fatalf("size %d: scroll differs from feed order\n got %v\nwant %v", size, got, want)
 					}
@@ -491,7 +489,7 @@ func TestRedisFlushRebuild(t *testing.T) {
 	slices.Sort(posted)
 	waitFor(t, "fan-out", func() bool { return len(b.inboxIDs(t, readerID)) == 60 })
 	ctx := context.Background()
-	key := inboxKey("", readerID)
+	key := redis.InboxKey("", readerID)
 	built, err := b.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)

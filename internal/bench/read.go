@@ -19,6 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/redis"
 )
 
 // ReadOptions configure Read.
@@ -259,7 +260,7 @@ func inboxEntries(ctx context.Context, env *Env, first, last int64) (int64, erro
 	for lo := first; lo <= last; lo += 10_000 {
 		cmds, err := env.Redis.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for u := lo; u <= min(lo+9_999, last); u++ {
-				p.ZCard(ctx, InboxKey(env.Prefix, u))
+				p.ZCard(ctx, redis.InboxKey(env.Prefix, u))
 			}
 			return nil
 		})

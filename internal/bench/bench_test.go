@@ -72,8 +72,8 @@ func atoi(t *testing.T, s string) int {
 }
 
 func TestKeys(t *testing.T) {
-	if got := InboxKey("x:", 42); got != "x:feed:{42}" {
-		t.Errorf("InboxKey = %q", got)
+	if got := limitKey("x:", 42); got != "x:limit:feed:{42}" {
+		t.Errorf("limitKey = %q", got)
 	}
 	if got := globEscape(`a*b?[c]\`); got != `a\*b\?\[c\]\\` {
 		t.Errorf("globEscape = %q", got)

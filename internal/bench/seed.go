@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/redis"
 )
 
 // SeedHandler is the tutorial's read path of the follow feed (hmdp's
@@ -61,15 +63,12 @@ func (h *seedRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	size := h.svc.PageSize
-	if size == 0 {
-		size = 10
-	}
+	size := cmp.Or(h.svc.PageSize, 10)
 
 	// 1. The range query.
 	var entries []feed.Entry
 	if h.rdb != nil {
-		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, InboxKey(h.prefix, userID), &goredis.ZRangeBy{
+		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, redis.InboxKey(h.prefix, userID), &goredis.ZRangeBy{
 			Max: strconv.FormatInt(max, 10), Min: "0", Offset: int64(offset), Count: int64(size),
 		}).Result()
 		if err != nil {

@@ -14,26 +14,19 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/redis"
 )
 
-// InboxKey is the Redis key of userID's inbox under prefix. It must equal
-// the redis package's inboxKey ("{prefix}feed:{<id>}", documented in
-// redis/redis.go): the benchmark checks feedd's deliveries at these keys,
-// so a mismatch shows as a fan-out that never completes, never as a wrong
-// figure.
-func InboxKey(prefix string, userID int64) string {
-	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
-}
-
-// seedKey is the key of the tutorial's inbox of userID ("feed:" + userId),
-// under the benchmark's prefix.
+// seedKey is the key of the tutorial's inbox of userID ("feed:" + userId,
+// the seed design's own layout, not feedd's), under the benchmark's prefix.
 func seedKey(prefix string, userID int64) string {
 	return prefix + "seed:feed:" + strconv.FormatInt(userID, 10)
 }
 
-// limitKey is the key the limit run writes for userID.
+// limitKey is the key the limit run writes for userID: an inbox key of
+// feedd's layout, under a prefix of the run's own.
 func limitKey(prefix string, userID int64) string {
-	return prefix + "limit:feed:{" + strconv.FormatInt(userID, 10) + "}"
+	return redis.InboxKey(prefix+"limit:", userID)
 }
 
 // seedDeliverRedis is the tutorial's fan-out, faithfully: for each follower,
@@ -337,7 +330,7 @@ func waitDelivered(ctx context.Context, rdb *goredis.Client, prefix string, e fe
 	if err != nil {
 		return done, fmt.Errorf("bench: waiting for the fan-out: %w", err)
 	}
-	key := func(u int64) string { return InboxKey(prefix, u) }
+	key := func(u int64) string { return redis.InboxKey(prefix, u) }
 	missing, err := redisMissing(ctx, rdb, key, e, ids)
 	if err != nil || len(missing) == 0 {
 		return done, err

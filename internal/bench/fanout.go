@@ -6,6 +6,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/redis"
 )
 
 // FanoutOptions configure Fanout.
@@ -208,10 +209,10 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	var base int64
 	if env.Redis != nil {
 		// Each run starts from absent inboxes, so each delivery creates a key.
-		if err := unlinkKeys(ctx, env.Redis, author, 1, func(u int64) string { return InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, author, 1, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
 			return 0, err
 		}
-		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, func(u int64) string { return InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
 			return 0, err
 		}
 		n, err := env.Redis.DBSize(ctx).Result()
@@ -325,18 +326,23 @@ func limitFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, r *Fano
 	if env.Redis != nil {
 		r.LimitRedisCPU = (env.redisCPU(ctx) - cpu0).Seconds() / d.Seconds()
 	}
+	// Check the limit run's writes, then remove them.
 	if env.Redis != nil {
 		key := func(u int64) string { return limitKey(env.Prefix, u) }
 		missing, err := redisMissing(ctx, env.Redis, key, e, []int64{w.first, w.first + int64(w.n) - 1})
 		if err != nil || len(missing) > 0 {
 			return 0, fmt.Errorf("limit writes missing (%v)", err)
 		}
-		err = unlinkKeys(ctx, env.Redis, w.first, w.n, key)
-	} else {
-		if n, err := env.Store.InboxHoldingRange(ctx, e, w.first, w.first+int64(w.n)-1); err != nil || n != w.n {
-			return 0, fmt.Errorf("limit writes: %d of %d (%v)", n, w.n, err)
+		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, key); err != nil {
+			return 0, fmt.Errorf("limit: remove the writes: %w", err)
 		}
-		err = env.Store.InboxDelete(ctx, e, w.first, w.first+int64(w.n)-1)
+		return d, nil
 	}
-	return d, err
+	if n, err := env.Store.InboxHoldingRange(ctx, e, w.first, w.first+int64(w.n)-1); err != nil || n != w.n {
+		return 0, fmt.Errorf("limit writes: %d of %d (%v)", n, w.n, err)
+	}
+	if err := env.Store.InboxDelete(ctx, e, w.first, w.first+int64(w.n)-1); err != nil {
+		return 0, fmt.Errorf("limit: remove the writes: %w", err)
+	}
+	return d, nil
 }

@@ -113,7 +113,7 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 	for i := range users {
 		users[i] = int64(1_000_001 + i)
 	}
-	key := func(u int64) string { return InboxKey(prefix, u) }
+	key := func(u int64) string { return redis.InboxKey(prefix, u) }
 	defer deleteSync(context.WithoutCancel(ctx), rdb, users, key)
 
 	before, err := usedMemory(ctx, rdb)
