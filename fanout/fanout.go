@@ -107,7 +107,9 @@ type Deps struct {
 func (d *Deps) batchSize() int { return cmp.Or(max(d.BatchSize, 0), 1000) }
 func (d *Deps) splitSize() int { return cmp.Or(max(d.SplitSize, 0), 5000) }
 func (d *Deps) inboxCap() int  { return cmp.Or(max(d.InboxCap, 0), feed.DefaultInboxCap) }
-func (d *Deps) backfill() int  { return min(cmp.Or(max(d.Backfill, 0), feed.DefaultBackfill), d.inboxCap()) }
+func (d *Deps) backfill() int {
+	return min(cmp.Or(max(d.Backfill, 0), feed.DefaultBackfill), d.inboxCap())
+}
 
 func (d *Deps) now() time.Time {
 	if d.Now != nil {
