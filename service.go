@@ -174,7 +174,7 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 		return "", err
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now.Add(SessionTTL)); err != nil {
+	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	if err := s.touch(ctx, u.ID); err != nil {

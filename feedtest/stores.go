@@ -34,6 +34,7 @@ func TestStores(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Users", func(t *testing.T) { testUsers(t, open(t)) })
 	t.Run("Codes", func(t *testing.T) { testCodes(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open(t)) })
+	t.Run("SessionSweepClock", func(t *testing.T) { testSessionSweepClock(t, open(t)) })
 	t.Run("CreatePost", func(t *testing.T) { testCreatePost(t, open(t)) })
 	t.Run("DeletePost", func(t *testing.T) { testDeletePost(t, open(t)) })
 	t.Run("PostsOfUser", func(t *testing.T) { testPostsOfUser(t, open(t)) })
@@ -243,7 +244,7 @@ func testSessions(t *testing.T, b *Backend) {
 	}
 	create := func(token string, userID int64, expires time.Duration) {
 		t.Helper()
-		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(token), userID, now.Add(expires)), "CreateSession")
+		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(token), userID, now, now.Add(expires)), "CreateSession")
 	}
 
 	create("tok-a", u.ID, ttl)
@@ -287,6 +288,44 @@ func testSessions(t *testing.T, b *Backend) {
 	must(t, err, "Session of another token of the user")
 	if id != u.ID {
 		t.Fatalf("Session(tok-e) = user %d, want %d", id, u.ID)
+	}
+}
+
+// testSessionSweepClock: the sweep of expired sessions that CreateSession
+// does judges expiry by the caller's clock, as Session does, not by the
+// machine's. Here the service's clock is two days behind the machine's: by
+// the machine's clock every session has long expired, by the service's each
+// is live, and creating one must not sweep the others.
+func testSessionSweepClock(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	const ttl = 30 * time.Minute
+	now := base().Add(-48 * time.Hour)
+	u := newUser(t, b, 1, now)
+	var tokens []string
+	for i := range 5 {
+		tok := fmt.Sprintf("tok-behind-%d", i)
+		at := now.Add(time.Duration(i) * time.Minute)
+		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(tok), u.ID, at, at.Add(ttl)), "CreateSession")
+		tokens = append(tokens, tok)
+	}
+	for _, tok := range tokens {
+		id, err := b.Auth.Session(ctx, feed.HashSecret(tok), now.Add(6*time.Minute), ttl)
+		must(t, err, fmt.Sprintf("Session(%s) 6 minutes in, after later logins", tok))
+		if id != u.ID {
+			t.Fatalf("Session(%s) = user %d, want %d", tok, id, u.ID)
+		}
+	}
+	// By the service's clock they do expire: ttl after their last use.
+	late := now.Add(6*time.Minute + ttl + time.Second)
+	must(t, b.Auth.CreateSession(ctx, feed.HashSecret("tok-late"), u.ID, late, late.Add(ttl)), "CreateSession")
+	for _, tok := range tokens {
+		_, err := b.Auth.Session(ctx, feed.HashSecret(tok), late, ttl)
+		wantCode(t, err, feed.EUNAUTHORIZED, fmt.Sprintf("Session(%s) after its expiry by the service's clock", tok))
+	}
+	id, err := b.Auth.Session(ctx, feed.HashSecret("tok-late"), late.Add(time.Minute), ttl)
+	must(t, err, "Session(tok-late)")
+	if id != u.ID {
+		t.Fatalf("Session(tok-late) = user %d, want %d", id, u.ID)
 	}
 }
 

@@ -139,12 +139,13 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 }
 
 // CreateSession implements feed.AuthStore.
-func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		// Sweep a few expired sessions so the table does not grow forever;
-		// rows another login is sweeping are skipped rather than waited for.
+		// Sweep a few sessions expired by the caller's clock (as Session
+		// judges them), so the table does not grow forever; rows another
+		// login is sweeping are skipped rather than waited for.
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE token_hash IN
-			(SELECT token_hash FROM sessions WHERE expires_at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`, time.Now().UnixMilli()); err != nil {
+			(SELECT token_hash FROM sessions WHERE expires_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`, ms(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`, tokenHash, userID, ms(expires))

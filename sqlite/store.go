@@ -131,10 +131,11 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 }
 
 // CreateSession implements feed.AuthStore.
-func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		// Sweep a few expired sessions so the table does not grow forever.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at < ? LIMIT 100)`, time.Now().UnixMilli()); err != nil {
+		// Sweep a few sessions expired by the caller's clock (as Session
+		// judges them), so the table does not grow forever.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)`, ms(now)); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`, tokenHash, userID, ms(expires))
