@@ -167,6 +167,11 @@ type PostStore interface {
 	// count in step; it reports whether the post is now liked. ENOTFOUND if
 	// the post does not exist.
 	ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error)
+	// SetLike makes userID like (like=true) or stop liking postID and keeps
+	// the post's like count in step, in one transaction; the count moves
+	// only when the like changed. Idempotent, also under concurrent calls.
+	// ENOTFOUND if the post does not exist.
+	SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error
 	// Likers returns the ids of the first limit users who liked postID,
 	// earliest first.
 	Likers(ctx context.Context, postID int64, limit int) ([]int64, error)

@@ -199,19 +199,11 @@ func (s *Service) List(ctx context.Context, viewerID, ownerID int64, list UserLi
 	return users, next, err
 }
 
-// SetLike makes userID like (like=true) or stop liking post id. Idempotent.
+// SetLike makes userID like (like=true) or stop liking post id. Idempotent,
+// also under concurrent calls: the store sets the like in one transaction.
 func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) error {
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	liked, err := s.Posts.LikedBy(ctx, userID, []int64{id})
-	if err != nil {
-		return err
-	}
-	if liked[id] == like {
-		_, err := s.Posts.Post(ctx, id) // still refuse a post that does not exist
-		return err
-	}
-	_, err = s.Posts.ToggleLike(ctx, id, userID, s.now())
-	return err
+	return s.Posts.SetLike(ctx, id, userID, like, s.now())
 }

@@ -351,6 +351,37 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 	return liked, err
 }
 
+// SetLike implements feed.PostStore. The post's row is held with FOR KEY
+// SHARE, as in ToggleLike (likers do not block each other; DeletePost waits
+// for them). Under READ COMMITTED a concurrent INSERT of the same like waits
+// for the first and then does nothing, a concurrent DELETE finds no row:
+// only the statement that changed the like row moves the count.
+func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return feed.ErrNotFound("post")
+		} else if err != nil {
+			return err
+		}
+		var tag pgconn.CommandTag
+		delta := 1
+		if like {
+			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
+				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+		} else {
+			delta = -1
+			tag, err = tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1 AND user_id = $2`, postID, userID)
+		}
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // already so: the count stays
+		}
+		_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
+		return err
+	})
+}
+
 // Likers implements feed.PostStore.
 func (db *DB) Likers(ctx context.Context, postID int64, limit int) ([]int64, error) {
 	return scanIDs(db.Pool.Query(ctx, `SELECT user_id FROM likes WHERE post_id = $1 ORDER BY id LIMIT $2`, postID, limit))
