@@ -34,8 +34,9 @@ type AuthStore interface {
 	// code when it matches. A mismatch counts a try; the code is burned after
 	// maxTries. EINVALID when there is no live code or it does not match.
 	ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error
-	// CreateSession stores a session that expires at expires.
-	CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error
+	// CreateSession stores a session that expires at expires. now is the
+	// caller's clock: stores that sweep expired sessions judge by it.
+	CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error
 	// Session returns the user of a live session and slides its expiry to
 	// now+ttl (implementations may skip the write when little time passed).
 	// EUNAUTHORIZED when there is no live session.
@@ -116,7 +117,7 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 		return "", err
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now.Add(SessionTTL)); err != nil {
+	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	if err := s.touch(ctx, u.ID); err != nil {

@@ -59,6 +59,11 @@ type PostStore interface {
 	// count in step; it reports whether the post is now liked. ENOTFOUND if
 	// the post does not exist.
 	ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error)
+	// SetLike makes userID like (like=true) or stop liking postID and keeps
+	// the post's like count in step, in one transaction; the count moves
+	// only when the like changed. Idempotent, also under concurrent calls.
+	// ENOTFOUND if the post does not exist.
+	SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error
 	// Likers returns the ids of the first limit users who liked postID,
 	// earliest first.
 	Likers(ctx context.Context, postID int64, limit int) ([]int64, error)
@@ -147,21 +152,13 @@ func (s *Service) ToggleLike(ctx context.Context, userID, id int64) (bool, error
 	return s.Posts.ToggleLike(ctx, id, userID, s.now())
 }
 
-// SetLike makes userID like (like=true) or stop liking post id. Idempotent.
+// SetLike makes userID like (like=true) or stop liking post id. Idempotent,
+// also under concurrent calls: the store sets the like in one transaction.
 func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) error {
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	liked, err := s.Posts.LikedBy(ctx, userID, []int64{id})
-	if err != nil {
-		return err
-	}
-	if liked[id] == like {
-		_, err := s.Posts.Post(ctx, id) // still refuse a post that does not exist
-		return err
-	}
-	_, err = s.Posts.ToggleLike(ctx, id, userID, s.now())
-	return err
+	return s.Posts.SetLike(ctx, id, userID, like, s.now())
 }
 
 // Likers returns the first LikersShown users who liked post id, earliest first.

@@ -32,10 +32,12 @@ func TestStores(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Users", func(t *testing.T) { testUsers(t, open(t)) })
 	t.Run("Codes", func(t *testing.T) { testCodes(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open(t)) })
+	t.Run("SessionSweepClock", func(t *testing.T) { testSessionSweepClock(t, open(t)) })
 	t.Run("CreatePost", func(t *testing.T) { testCreatePost(t, open(t)) })
 	t.Run("DeletePost", func(t *testing.T) { testDeletePost(t, open(t)) })
 	t.Run("PostsOfUser", func(t *testing.T) { testPostsOfUser(t, open(t)) })
 	t.Run("Likes", func(t *testing.T) { testLikes(t, open(t)) })
+	t.Run("SetLike", func(t *testing.T) { testSetLike(t, open(t)) })
 	t.Run("HotPosts", func(t *testing.T) { testHotPosts(t, open(t)) })
 	t.Run("Follows", func(t *testing.T) { testFollows(t, open(t)) })
 	t.Run("FollowCounts", func(t *testing.T) { testFollowCounts(t, open(t)) })
@@ -241,7 +243,7 @@ func testSessions(t *testing.T, b *Backend) {
 	}
 	create := func(token string, userID int64, expires time.Duration) {
 		t.Helper()
-		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(token), userID, now.Add(expires)), "CreateSession")
+		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(token), userID, now, now.Add(expires)), "CreateSession")
 	}
 
 	create("tok-a", u.ID, ttl)
@@ -285,6 +287,44 @@ func testSessions(t *testing.T, b *Backend) {
 	must(t, err, "Session of another token of the user")
 	if id != u.ID {
 		t.Fatalf("Session(tok-e) = user %d, want %d", id, u.ID)
+	}
+}
+
+// testSessionSweepClock: the sweep of expired sessions that CreateSession
+// does judges expiry by the caller's clock, as Session does, not by the
+// machine's. Here the service's clock is two days behind the machine's: by
+// the machine's clock every session has long expired, by the service's each
+// is live, and creating one must not sweep the others.
+func testSessionSweepClock(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	const ttl = 30 * time.Minute
+	now := base().Add(-48 * time.Hour)
+	u := newUser(t, b, 1, now)
+	var tokens []string
+	for i := range 5 {
+		tok := fmt.Sprintf("tok-behind-%d", i)
+		at := now.Add(time.Duration(i) * time.Minute)
+		must(t, b.Auth.CreateSession(ctx, feed.HashSecret(tok), u.ID, at, at.Add(ttl)), "CreateSession")
+		tokens = append(tokens, tok)
+	}
+	for _, tok := range tokens {
+		id, err := b.Auth.Session(ctx, feed.HashSecret(tok), now.Add(6*time.Minute), ttl)
+		must(t, err, fmt.Sprintf("Session(%s) 6 minutes in, after later logins", tok))
+		if id != u.ID {
+			t.Fatalf("Session(%s) = user %d, want %d", tok, id, u.ID)
+		}
+	}
+	// By the service's clock they do expire: ttl after their last use.
+	late := now.Add(6*time.Minute + ttl + time.Second)
+	must(t, b.Auth.CreateSession(ctx, feed.HashSecret("tok-late"), u.ID, late, late.Add(ttl)), "CreateSession")
+	for _, tok := range tokens {
+		_, err := b.Auth.Session(ctx, feed.HashSecret(tok), late, ttl)
+		wantCode(t, err, feed.EUNAUTHORIZED, fmt.Sprintf("Session(%s) after its expiry by the service's clock", tok))
+	}
+	id, err := b.Auth.Session(ctx, feed.HashSecret("tok-late"), late.Add(time.Minute), ttl)
+	must(t, err, "Session(tok-late)")
+	if id != u.ID {
+		t.Fatalf("Session(tok-late) = user %d, want %d", id, u.ID)
 	}
 }
 
@@ -551,6 +591,122 @@ func testLikes(t *testing.T, b *Backend) {
 	}
 }
 
+// racingReads is a PostStore whose LikedBy, once it has read, waits until n
+// calls have read (or a second passed), so that concurrent callers all read
+// before any of them writes.
+type racingReads struct {
+	feed.PostStore
+	n int
+
+	mu      sync.Mutex
+	waiting int
+	all     chan struct{}
+}
+
+func (r *racingReads) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error) {
+	liked, err := r.PostStore.LikedBy(ctx, userID, postIDs)
+	r.mu.Lock()
+	if r.all == nil {
+		r.all = make(chan struct{})
+	}
+	all := r.all
+	if r.waiting++; r.waiting == r.n {
+		close(all)
+		r.all, r.waiting = nil, 0
+	}
+	r.mu.Unlock()
+	select {
+	case <-all:
+	case <-time.After(time.Second):
+	}
+	return liked, err
+}
+
+// testSetLike: SetLike sets a like rather than flipping it, so repeated and
+// concurrent calls of one user agree; the count moves only when the like
+// changes. Service.SetLike (PUT and DELETE /v1/posts/{id}/like) is checked
+// the same way, since it had read the like and then toggled it.
+func testSetLike(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	now := base()
+	author := newUser(t, b, 1, now)
+	users := newUsers(t, b, 3, now)
+	p := newPost(t, b, author.ID, now, "liked")
+	q := newPost(t, b, author.ID, now, "other")
+	set := func(post, user int64, like bool) {
+		t.Helper()
+		must(t, b.Posts.SetLike(ctx, post, user, like, now), fmt.Sprintf("SetLike(post %d, user %d, %v)", post, user, like))
+	}
+	want := func(post int64, likers ...int64) {
+		t.Helper()
+		if got := getPost(t, b, post).Liked; got != len(likers) {
+			t.Fatalf("post %d has Liked %d, want %d", post, got, len(likers))
+		}
+		got, err := b.Posts.Likers(ctx, post, 100)
+		must(t, err, "Likers")
+		wantIDs(t, fmt.Sprintf("Likers of post %d", post), got, likers)
+	}
+
+	set(p.ID, users[0], true)
+	want(p.ID, users[0])
+	set(p.ID, users[0], true) // again: nothing changes
+	want(p.ID, users[0])
+	set(p.ID, users[1], true)
+	set(q.ID, users[1], true)
+	want(p.ID, users[0], users[1])
+	want(q.ID, users[1])
+	set(p.ID, users[0], false)
+	want(p.ID, users[1])
+	set(p.ID, users[0], false) // again
+	set(p.ID, users[2], false) // never liked
+	want(p.ID, users[1])
+	want(q.ID, users[1])
+	liked, err := b.Posts.LikedBy(ctx, users[1], []int64{p.ID, q.ID})
+	must(t, err, "LikedBy")
+	if !liked[p.ID] || !liked[q.ID] {
+		t.Fatalf("LikedBy(user %d) = %v, want both posts", users[1], liked)
+	}
+	missing := q.ID + 1000
+	wantCode(t, b.Posts.SetLike(ctx, missing, users[0], true, now), feed.ENOTFOUND, "SetLike(true) of a missing post")
+	wantCode(t, b.Posts.SetLike(ctx, missing, users[0], false, now), feed.ENOTFOUND, "SetLike(false) of a missing post")
+	// It mixes with ToggleLike: both read the like row.
+	if on, err := b.Posts.ToggleLike(ctx, q.ID, users[1], now); err != nil || on {
+		t.Fatalf("ToggleLike of a post set liked = %v, %v; want unliked", on, err)
+	}
+	want(q.ID)
+
+	// 20 concurrent calls of one user, through the store and through the
+	// service: liked once (count 1), then unliked (count 0). The service's
+	// store holds reads of likes until all 20 calls are in one (the
+	// interleaving that a read-then-write SetLike loses likes in).
+	const n = 20
+	svc := &feed.Service{Users: b.Users, Posts: &racingReads{PostStore: b.Posts, n: n}, Now: func() time.Time { return now }}
+	concurrently := func(what string, call func() error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() { errs <- call() })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			must(t, err, what)
+		}
+	}
+	for _, via := range []string{"store", "service"} {
+		setLike := func(like bool) error { return b.Posts.SetLike(ctx, p.ID, users[2], like, now) }
+		if via == "service" {
+			setLike = func(like bool) error { return svc.SetLike(ctx, users[2], p.ID, like) }
+		}
+		concurrently(via+": concurrent SetLike(true)", func() error { return setLike(true) })
+		want(p.ID, users[1], users[2])
+		concurrently(via+": concurrent SetLike(false)", func() error { return setLike(false) })
+		want(p.ID, users[1])
+	}
+	wantCode(t, svc.SetLike(ctx, users[0], missing, true), feed.ENOTFOUND, "Service.SetLike of a missing post")
+	want(q.ID)
+}
 func testHotPosts(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	now := base()

@@ -408,3 +408,31 @@ func TestMigrateSocial(t *testing.T) {
 		t.Fatalf("Following(1) after the migration = %v, %v", ids, err)
 	}
 }
+
+// TestSessionSweepClock checks what the feedtest suite cannot see: the
+// sweep in CreateSession removes the sessions expired by the caller's clock
+// even when the machine's clock, two days behind, would still call them live.
+func TestSessionSweepClock(t *testing.T) {
+	ctx := t.Context()
+	db := open(t)
+	now := time.Now().Add(48 * time.Hour).Truncate(time.Millisecond)
+	u, err := db.FindOrCreateUser(ctx, "13800000001", "u", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateSession(ctx, "old", u.ID, now, now.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Hour)
+	if err := db.CreateSession(ctx, "new", u.ID, later, later.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT token_hash FROM sessions ORDER BY token_hash`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tokens) != 1 || tokens[0] != "new" {
+		t.Fatalf("sessions after the sweep: %v (%v), want [new]", tokens, err)
+	}
+}

@@ -138,12 +138,13 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 }
 
 // CreateSession implements feed.AuthStore.
-func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		// Sweep a few expired sessions so the table does not grow forever;
-		// rows another login is sweeping are skipped rather than waited for.
+		// Sweep a few sessions expired by the caller's clock (as Session
+		// judges them), so the table does not grow forever; rows another
+		// login is sweeping are skipped rather than waited for.
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE token_hash IN
-			(SELECT token_hash FROM sessions WHERE expires_at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`, time.Now().UnixMilli()); err != nil {
+			(SELECT token_hash FROM sessions WHERE expires_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`, ms(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`, tokenHash, userID, ms(expires))
@@ -329,6 +330,37 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 		return errors.New("postgres: toggle like: too many concurrent toggles")
 	})
 	return liked, err
+}
+
+// SetLike implements feed.PostStore. The post's row is held with FOR KEY
+// SHARE, as in ToggleLike (likers do not block each other; DeletePost waits
+// for them). Under READ COMMITTED a concurrent INSERT of the same like waits
+// for the first and then does nothing, a concurrent DELETE finds no row:
+// only the statement that changed the like row moves the count.
+func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return feed.ErrNotFound("post")
+		} else if err != nil {
+			return err
+		}
+		var tag pgconn.CommandTag
+		delta := 1
+		if like {
+			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
+				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+		} else {
+			delta = -1
+			tag, err = tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1 AND user_id = $2`, postID, userID)
+		}
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // already so: the count stays
+		}
+		_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
+		return err
+	})
 }
 
 // Likers implements feed.PostStore.

@@ -158,9 +158,9 @@ func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now
 // key (after the durable store's insert, when there is one). The key is
 // garbage-collected gcGrace after expires by the server's clock, and never
 // sooner than gcGrace from now.
-func (s *AuthStore) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+func (s *AuthStore) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
 	if s.Durable != nil {
-		if err := s.Durable.CreateSession(ctx, tokenHash, userID, expires); err != nil {
+		if err := s.Durable.CreateSession(ctx, tokenHash, userID, now, expires); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ func TestSessionsSurviveRedisLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttl := 30 * time.Minute
-	mustDo(t, auth.CreateSession(ctx, "tok", u.ID, now.Add(ttl)), "CreateSession")
+	mustDo(t, auth.CreateSession(ctx, "tok", u.ID, now, now.Add(ttl)), "CreateSession")
 
 	// Lost from Redis: found in the durable store and cached again.
 	deleteKeys(t, rdb, prefix)
@@ -72,7 +72,7 @@ func TestSessionsSurviveRedisLoss(t *testing.T) {
 	// Codes and new sessions work during the outage.
 	mustDo(t, outage.SaveCode(ctx, "13800000002", "h", now, 2*time.Minute, time.Minute), "SaveCode")
 	mustDo(t, outage.ConsumeCode(ctx, "13800000002", "h", now, 5), "ConsumeCode")
-	mustDo(t, outage.CreateSession(ctx, "tok2", u.ID, now.Add(ttl)), "CreateSession")
+	mustDo(t, outage.CreateSession(ctx, "tok2", u.ID, now, now.Add(ttl)), "CreateSession")
 
 	// A logout during the outage only reaches the durable store; the cached
 	// copy dies at the next durable check.

@@ -447,7 +447,7 @@ func TestAuthClock(t *testing.T) {
 		}
 
 		// A session created and read in 2001 works, and its key expires.
-		mustDo(t, s.CreateSession(ctx, "tok", 77, past.Add(feed.SessionTTL)), "CreateSession")
+		mustDo(t, s.CreateSession(ctx, "tok", 77, past, past.Add(feed.SessionTTL)), "CreateSession")
 		key := redis.SessionKey(prefix, "tok")
 		if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > 2*time.Minute {
 			t.Fatalf("PTTL of a session that expired by the server's clock = %v", ttl)
@@ -474,7 +474,7 @@ func TestAuthClock(t *testing.T) {
 			t.Fatalf("Session after expiry: %v", err)
 		}
 		// A session created now lives in Redis until its expiry (and a grace).
-		mustDo(t, s.CreateSession(ctx, "tok2", 78, time.Now().Add(feed.SessionTTL)), "CreateSession")
+		mustDo(t, s.CreateSession(ctx, "tok2", 78, time.Now(), time.Now().Add(feed.SessionTTL)), "CreateSession")
 		if ttl := rdb.PTTL(ctx, redis.SessionKey(prefix, "tok2")).Val(); ttl < feed.SessionTTL-time.Minute || ttl > feed.SessionTTL+2*time.Minute {
 			t.Fatalf("PTTL of a new session = %v", ttl)
 		}

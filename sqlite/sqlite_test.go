@@ -153,3 +153,39 @@ func TestMigrateSocial(t *testing.T) {
 		t.Fatalf("feedd_migrations has %d rows (%v), want 2", n, err)
 	}
 }
+
+// TestSessionSweepClock checks what the feedtest suite cannot see: the
+// sweep in CreateSession removes the sessions expired by the caller's clock
+// even when the machine's clock, two days behind, would still call them live.
+func TestSessionSweepClock(t *testing.T) {
+	ctx := t.Context()
+	db := open(t)
+	now := time.Now().Add(48 * time.Hour).Truncate(time.Millisecond)
+	u, err := db.FindOrCreateUser(ctx, "13800000001", "u", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateSession(ctx, "old", u.ID, now, now.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Hour)
+	if err := db.CreateSession(ctx, "new", u.ID, later, later.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	rows, err := db.Read.QueryContext(ctx, `SELECT token_hash FROM sessions ORDER BY token_hash`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tok string
+		if err := rows.Scan(&tok); err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+	if err := rows.Err(); err != nil || len(tokens) != 1 || tokens[0] != "new" {
+		t.Fatalf("sessions after the sweep: %v (%v), want [new]", tokens, err)
+	}
+}

@@ -131,10 +131,11 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 }
 
 // CreateSession implements feed.AuthStore.
-func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, expires time.Time) error {
+func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		// Sweep a few expired sessions so the table does not grow forever.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at < ? LIMIT 100)`, time.Now().UnixMilli()); err != nil {
+		// Sweep a few sessions expired by the caller's clock (as Session
+		// judges them), so the table does not grow forever.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)`, ms(now)); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`, tokenHash, userID, ms(expires))
@@ -300,6 +301,37 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 		return err
 	})
 	return liked, err
+}
+
+// SetLike implements feed.PostStore: the INSERT (or DELETE) of the like row
+// decides whether the count moves, in the same transaction.
+func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+			return err
+		} else if n == 0 {
+			return feed.ErrNotFound("post")
+		}
+		var res sql.Result
+		var err error
+		delta := 1
+		if like {
+			res, err = tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (?, ?, ?)
+				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+		} else {
+			delta = -1
+			res, err = tx.ExecContext(ctx, `DELETE FROM likes WHERE post_id = ? AND user_id = ?`, postID, userID)
+		}
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil || k == 0 {
+			return err // already so: the count stays
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE posts SET liked = liked + ? WHERE id = ?`, delta, postID)
+		return err
+	})
 }
 
 // Likers implements feed.PostStore.

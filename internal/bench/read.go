@@ -243,7 +243,7 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, 
 		raw := make([]byte, 24)
 		rand.Read(raw)
 		tok := base64.RawURLEncoding.EncodeToString(raw)
-		if err := env.Service.Auth.CreateSession(ctx, feed.HashSecret(tok), u, env.now().Add(feed.SessionTTL)); err != nil {
+		if err := env.Service.Auth.CreateSession(ctx, feed.HashSecret(tok), u, env.now(), env.now().Add(feed.SessionTTL)); err != nil {
 			return nil, fmt.Errorf("create session: %w", err)
 		}
 		w.tokens = append(w.tokens, tok)
