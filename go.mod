@@ -13,6 +13,7 @@ require (
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
+	go.yaml.in/yaml/v2 v2.4.4
 	modernc.org/sqlite v1.62.0
 	riverqueue.com/riverui v0.22.0
 )

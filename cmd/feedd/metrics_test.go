@@ -333,4 +333,11 @@ func TestMetricsWorkerProcess(t *testing.T) {
 	waitFor(t, "feedd_jobs on PostgreSQL", func() bool {
 		return len(scrape(t, apiAdmin)["feedd_jobs"].GetMetric()) >= 3*7
 	})
+
+	// The alerting rules name only metrics these processes export.
+	families := scrape(t, apiAdmin)
+	for name, mf := range scrape(t, wAdmin) {
+		families[name] = mf
+	}
+	checkRulesAgainst(t, readRules(t), families)
 }

@@ -82,6 +82,10 @@ func New() *Metrics {
 			refreshed: prometheus.NewDesc("feedd_jobs_refreshed_timestamp_seconds",
 				"When feedd_jobs was last counted (Unix time).", nil, nil)},
 	}
+	// The reasons of refusals without an error code exist from the start,
+	// so the family is there (at 0) before the first refusal.
+	m.refusals.WithLabelValues("http_429")
+	m.refusals.WithLabelValues("http_503")
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
