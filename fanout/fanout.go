@@ -108,14 +108,19 @@ type Deps struct {
 // Observer is told what fan-out delivered. Its methods must be cheap and
 // safe for concurrent use.
 type Observer interface {
-	// Delivered: entries inbox entries of new posts were written, one per
-	// inbox (the author's own included). A retried write counts again.
+	// Delivered: entries inbox entries were written, one per inbox: of new
+	// posts (the author's own included) and of an author's recent posts
+	// pushed when they leave pull mode. A retried write counts again.
 	Delivered(entries int)
 	// Lag: a job finished delivering a new post, lag after the post's
 	// creation time (its score). A post delivered by one job is observed
 	// once; a split audience once per batch job, the post's lag being
 	// the largest.
 	Lag(lag time.Duration)
+	// FirstLag: the first follower of a new post got it, lag after the
+	// post's creation time. Observed once per post that has followers to
+	// push to (the first batch of its first job), when it is first written.
+	FirstLag(lag time.Duration)
 }
 
 // observeLag tells Observe the lag of a finished delivery of a new post.
@@ -124,6 +129,14 @@ func (d *Deps) observeLag(op string, score int64) {
 		return
 	}
 	d.Observe.Lag(max(d.now().Sub(time.UnixMilli(score)), 0))
+}
+
+// observeFirstLag tells Observe the lag of a new post's first follower.
+func (d *Deps) observeFirstLag(op string, score int64) {
+	if d.Observe == nil || op != OpAdd {
+		return
+	}
+	d.Observe.FirstLag(max(d.now().Sub(time.UnixMilli(score)), 0))
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -346,7 +359,14 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		if err != nil {
 			return err
 		}
-		if err := deliver(ctx, d, a.Op, e, ids); err != nil {
+		first := min(d.batchSize(), len(ids))
+		if err := deliver(ctx, d, a.Op, e, ids[:first]); err != nil {
+			return err
+		}
+		if first > 0 {
+			d.observeFirstLag(a.Op, a.Score)
+		}
+		if err := deliver(ctx, d, a.Op, e, ids[first:]); err != nil {
 			return err
 		}
 		d.observeLag(a.Op, a.Score)
@@ -432,6 +452,9 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 		}
 		if err := apply(ctx, w.deps, a.Op, e, ids[:n]); err != nil {
 			return err
+		}
+		if after == 0 && n > 0 {
+			w.deps.observeFirstLag(a.Op, a.Score) // the first range's first batch
 		}
 		if n < len(ids) || len(ids) < size {
 			return nil

@@ -185,6 +185,9 @@ func TestMetrics(t *testing.T) {
 	if d := value(got, "feedd_fanout_lag_seconds") - value(before, "feedd_fanout_lag_seconds"); d != 3 {
 		t.Errorf("lag observations moved by %v, want 3", d)
 	}
+	if d := value(got, "feedd_fanout_first_lag_seconds") - value(before, "feedd_fanout_first_lag_seconds"); d != 3 {
+		t.Errorf("first-follower lag observations moved by %v, want 3", d)
+	}
 	if got["feedd_jobs"] == nil || len(got["feedd_jobs"].Metric) < 3*7 {
 		t.Errorf("feedd_jobs missing or short: %v", got["feedd_jobs"])
 	}
@@ -295,6 +298,9 @@ func TestMetricsWorkerProcess(t *testing.T) {
 	}
 	if d := value(got, "feedd_fanout_lag_seconds") - value(before, "feedd_fanout_lag_seconds"); d != 2 {
 		t.Errorf("worker lag observations moved by %v, want 2", d)
+	}
+	if d := value(got, "feedd_fanout_first_lag_seconds") - value(before, "feedd_fanout_first_lag_seconds"); d != 2 {
+		t.Errorf("worker first-follower lag observations moved by %v, want 2", d)
 	}
 	apiM := scrape(t, apiAdmin)
 	if d := value(apiM, "feedd_fanout_deliveries_total"); d != 0 {

@@ -21,6 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// lagBuckets are the fan-out lag histograms' buckets (seconds): tens of
+// milliseconds when idle, up to the minutes of an overload.
+var lagBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
 // Metrics holds feedd's metrics on a registry of its own.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -30,6 +34,7 @@ type Metrics struct {
 	refusals   *prometheus.CounterVec
 	deliveries prometheus.Counter
 	lag        prometheus.Histogram
+	firstLag   prometheus.Histogram
 	rebuilds   prometheus.Counter
 	degraded   prometheus.Counter
 	codes      prometheus.Counter
@@ -57,12 +62,17 @@ func New() *Metrics {
 		}, []string{"reason"}),
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_fanout_deliveries_total",
-			Help: "Inbox entries written by fan-out of new posts, the author's own included.",
+			Help: "Inbox entries written by fan-out: of new posts (the author's own included) and of recent posts pushed when an author leaves pull mode.",
 		}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "feedd_fanout_lag_seconds",
 			Help:    "From a post's creation (its score) to the end of the fan-out job that delivered it: once per post job, once per batch job of a split audience.",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+			Buckets: lagBuckets,
+		}),
+		firstLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "feedd_fanout_first_lag_seconds",
+			Help:    "From a post's creation (its score) to its first follower's inbox write, once per post with followers to push to.",
+			Buckets: lagBuckets,
 		}),
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_rebuilds_total",
@@ -89,7 +99,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.rebuilds, m.degraded, m.codes,
+		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.rebuilds, m.degraded, m.codes,
 	)
 	return m
 }
@@ -113,6 +123,9 @@ func (m *Metrics) Delivered(entries int) { m.deliveries.Add(float64(entries)) }
 
 // Lag implements fanout.Observer.
 func (m *Metrics) Lag(lag time.Duration) { m.lag.Observe(lag.Seconds()) }
+
+// FirstLag implements fanout.Observer.
+func (m *Metrics) FirstLag(lag time.Duration) { m.firstLag.Observe(lag.Seconds()) }
 
 // InboxRebuilt implements feed.Observer.
 func (m *Metrics) InboxRebuilt() { m.rebuilds.Inc() }
