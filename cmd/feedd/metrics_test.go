@@ -259,6 +259,14 @@ func TestAdminListenerFlags(t *testing.T) {
 		t.Fatalf("serve's default admin address %q (%v)", c.adminAddr, err)
 	}
 
+	env := func(k string) string {
+		return map[string]string{"FEED_ADMIN_ADDR": "off", "FEED_ACCESS_LOG": "true"}[k]
+	}
+	c, err = parseConfig("serve", nil, env, io.Discard)
+	if err != nil || c.adminAddr != "off" || !c.accessLog {
+		t.Fatalf("from the environment: admin %q access log %v (%v)", c.adminAddr, c.accessLog, err)
+	}
+
 	s := startServer(t, "--data", t.TempDir(), "--admin-addr", "off")
 	if s.admin != "" || s.logs.find("admin listening", nil) != nil {
 		t.Fatal("--admin-addr off still started the admin listener")
