@@ -463,6 +463,9 @@ func TestRedisOutage(t *testing.T) {
 	if r := c.do("GET", "/healthz", "", nil); r.Status != 200 || !r.Success {
 		t.Fatalf("healthz during the outage: %s", r.Raw)
 	}
+	if n := value(scrape(t, "http://"+api.admin), "feedd_degraded_reads_total"); n < 2 {
+		t.Fatalf("feedd_degraded_reads_total is %v after two scrolls served from PostgreSQL", n)
+	}
 
 	r.start(t)
 	waitFor(t, "deliveries after Redis returns", func() bool {
