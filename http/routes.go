@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
 	mux.Handle("GET /v1/users/{id}/followers", v1(s.v1UserList(feed.FollowersList)))
 	mux.Handle("GET /v1/users/{id}/following", v1(s.v1UserList(feed.FollowingList)))
+	mux.Handle("GET /v1/users/{id}/posts", v1(s.v1UserPosts()))
 	mux.Handle("POST /v1/posts", v1(s.v1Publish()))
 	mux.Handle("GET /v1/posts/{id}", v1(s.v1Post()))
 	mux.Handle("DELETE /v1/posts/{id}", v1(s.v1DeletePost()))
