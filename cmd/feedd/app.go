@@ -168,6 +168,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
+		pgEvents := postgres.NewEvents(db, log) // LISTEN/NOTIFY, unless Redis is configured
+		a.events = pgEvents
+		a.closers = append(a.closers, pgEvents.Close)
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 			if err != nil {
@@ -214,6 +217,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
+		events := redis.NewEvents(rdb, c.redisPrefix, log) // Pub/Sub between workers and API processes
+		a.events = events
+		a.closers = append(a.closers, events.Close)
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
