@@ -99,7 +99,28 @@ type Deps struct {
 	// SplitSize is the most followers one job delivers to; larger audiences
 	// are split into batch jobs of this size (default 5000).
 	SplitSize int
-	Log       *slog.Logger
+	// Events, when set, is told of every entry a post job writes to or
+	// removes from inboxes (one Publish per inbox write) and of every post
+	// of a pull-mode author, for live timeline streams.
+	Events feed.EventService
+	Log    *slog.Logger
+}
+
+// publish tells live streams that op was applied to entry e in the
+// timelines of users (and, when author is not 0, of the pull-mode
+// followers of author). Streams are best effort: a failed publish is
+// logged and never fails the job, whose inbox writes are done.
+func (d *Deps) publish(ctx context.Context, op string, e feed.Entry, users []int64, author int64) {
+	if d.Events == nil || (len(users) == 0 && author == 0) {
+		return
+	}
+	kind := feed.EventPost
+	if op == OpRemove {
+		kind = feed.EventDelete
+	}
+	if err := d.Events.Publish(ctx, feed.Event{Kind: kind, Entry: e, Users: users, Author: author}); err != nil && ctx.Err() == nil {
+		d.Log.Warn("publish timeline event", "post_id", e.PostID, "kind", kind, "error", err)
+	}
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -304,8 +325,11 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return err
 	}
 	if mode == feed.PullMode {
-		return nil // readers merge the author's outbox
+		// Readers merge the author's outbox; their streams subscribe to it.
+		d.publish(ctx, a.Op, e, []int64{a.AuthorID}, a.AuthorID)
+		return nil
 	}
+	d.publish(ctx, a.Op, e, []int64{a.AuthorID}, 0)
 	var since int64
 	if a.Op == OpAdd {
 		since = d.since()
@@ -321,7 +345,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		if err != nil {
 			return err
 		}
-		return deliver(ctx, d, a.Op, e, ids)
+		return deliver(ctx, d, a.Op, e, ids, true)
 	}
 	// A large audience: one batch job per SplitSize followers, the ranges'
 	// boundaries found by index probes rather than by reading the audience.
@@ -400,6 +424,7 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 		if err := apply(ctx, w.deps.Inbox, a.Op, e, ids[:n]); err != nil {
 			return err
 		}
+		w.deps.publish(ctx, a.Op, e, ids[:n], 0)
 		if n < len(ids) || len(ids) < size {
 			return nil
 		}
@@ -408,8 +433,9 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 	return nil
 }
 
-// deliver applies op to ids in inbox writes of BatchSize users.
-func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) error {
+// deliver applies op to ids in inbox writes of BatchSize users, publishing
+// each write to live streams when publish is set.
+func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64, publish bool) error {
 	size := d.batchSize()
 	for len(ids) > 0 {
 		n := min(size, len(ids))
@@ -418,6 +444,9 @@ func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64)
 		}
 		if err := apply(ctx, d.Inbox, op, e, ids[:n]); err != nil {
 			return err
+		}
+		if publish {
+			d.publish(ctx, op, e, ids[:n], 0)
 		}
 		ids = ids[n:]
 	}

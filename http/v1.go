@@ -33,6 +33,7 @@ var v1Status = map[string]int{
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.ETOOMANY:      http.StatusTooManyRequests,
 	feed.EINTERNAL:     http.StatusInternalServerError,
 }
 

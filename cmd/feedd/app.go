@@ -18,6 +18,7 @@ import (
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/inmem"
 	"github.com/feedd/feedd/postgres"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
@@ -52,6 +53,7 @@ var clock = time.Now
 type app struct {
 	log     *slog.Logger
 	service *feed.Service
+	events  feed.EventService // live timeline events
 	health  func(context.Context) error
 	start   func(context.Context) error // starts the workers
 	stop    func(context.Context) error // stops the workers
@@ -103,13 +105,15 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax}
 	srv := &http.Server{
-		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health}).Handler(),
+		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Streams: streams}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	srv.RegisterOnShutdown(streams.Shutdown) // streams end so clients reconnect elsewhere
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "workers", c.workers)
@@ -164,6 +168,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
+		pgEvents := postgres.NewEvents(db, log) // LISTEN/NOTIFY, unless Redis is configured
+		a.events = pgEvents
+		a.closers = append(a.closers, pgEvents.Close)
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 			if err != nil {
@@ -210,6 +217,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
+		events := redis.NewEvents(rdb, c.redisPrefix, log) // Pub/Sub between workers and API processes
+		a.events = events
+		a.closers = append(a.closers, events.Close)
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -221,8 +231,12 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}
 
+	if a.events == nil {
+		a.events = &inmem.Events{} // one process: workers and streams meet here
+	}
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
+		Events:  a.events,
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit,

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	feedhttp "github.com/feedd/feedd/http"
 )
 
 // config is everything feedd can be told. Only cmd/feedd reads flags and
@@ -36,6 +37,8 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+	streamUser   int
+	streamMax    int
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -87,6 +90,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
+	num(&c.streamMax, "stream-limit", "FEED_STREAM_LIMIT", feedhttp.DefaultStreams, "open live timeline streams this process holds")
 	return fs, errors.Join(errs...)
 }
 
@@ -142,6 +147,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--inbox-cap must be at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1:
 		return nil, fmt.Errorf("--fanout-batch and --fanout-split must be at least 1")
+	case c.streamUser < 1 || c.streamMax < 1:
+		return nil, fmt.Errorf("--stream-limit-user and --stream-limit must be at least 1")
 	case c.jobTimeout <= 0:
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:

@@ -287,6 +287,7 @@ func TestV1API(t *testing.T) {
 	}
 
 	v1Refusals(t, c, a, b, aID, bID, bare.ID)
+	v1StreamRefusals(t, c, b)
 
 	// Logout ends the session; the token is then refused.
 	c.want(204, "DELETE", "/v1/auth/session", cc, nil, nil)
