@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/web"
 )
 
 // routes is the whole HTTP surface of feedd in one place.
@@ -63,6 +64,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/blocks/{id}", v1(s.v1Block(true)))
 	mux.Handle("DELETE /v1/blocks/{id}", v1(s.v1Block(false)))
 	mux.Handle("/v1/", s.v1NotFound())
+
+	// feedd's own web page (web/): the document at exactly / and its
+	// assets under /assets/; every other unknown path stays a JSON 404.
+	page := web.Handler(s.handleNotFound())
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET "+web.Prefix, page)
 
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
