@@ -99,10 +99,10 @@ func eval[T any](b *browser, js string) T {
 // until waits for a JavaScript condition to hold.
 func (b *browser) until(what, js string) {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !eval[bool](b, js) {
 		if time.Now().After(deadline) {
-			b.t.Fatalf("timed out waiting for %s (%s)", what, js)
+			b.t.Fatalf("timed out waiting 30s for %s (%s)", what, js)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -143,7 +143,8 @@ func (b *browser) postIDs(sel string) []int64 {
 // and that post first after a click, like and unlike, publish from the
 // page; markup in posts is shown as text.
 func TestBrowserWalk(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir())
+	data := t.TempDir()
+	s := startServer(t, "--data", data)
 	c := newV1Client(t, s)
 	author := c.login("13800000201")
 	authorID := c.me(author).ID
@@ -191,7 +192,7 @@ func TestBrowserWalk(t *testing.T) {
 
 	// Follow the author from their page, which lists their posts.
 	b.do(chromedp.Navigate(fmt.Sprintf("%s/#/users/%d", s.base, authorID)))
-	b.until("the follow button", `document.querySelector('[data-test=follow]').textContent === 'Follow'`)
+	b.until("the follow button", `!document.getElementById('user-actions').hidden && document.querySelector('[data-test=follow]').textContent === 'Follow'`)
 	b.until("the author's first posts", `document.querySelectorAll('#user-posts [data-test=post]').length >= 20`)
 	b.click(`[data-test=follow]`)
 	b.until("the follow to land", `document.querySelector('[data-test=follow]').textContent === 'Unfollow'`)
@@ -255,6 +256,7 @@ func TestBrowserWalk(t *testing.T) {
 	b.click(first + `[data-test=like]`)
 	b.until("the count 1", `document.querySelector('`+first+`[data-test=like-count]').textContent === '1'`)
 	waitFor(t, "the like on the server", func() bool { return likeCount() == 1 })
+	b.screenshot("phone-liked", 390, 844)
 	b.click(first + `[data-test=like]`)
 	b.until("the count back to 0", `document.querySelector('`+first+`[data-test=like-count]').textContent === '0'`)
 	waitFor(t, "the unlike on the server", func() bool { return likeCount() == 0 })
@@ -279,6 +281,70 @@ func TestBrowserWalk(t *testing.T) {
 	}
 	b.screenshot("desktop-home", 1280, 900)
 	b.screenshot("phone-home", 390, 844)
+
+	// A restart ends the stream; the page reconnects with Last-Event-ID and
+	// gets the posts published meanwhile (replayed, or live if it was
+	// quicker than they), each once, behind the banner.
+	s.stop()
+	s = startServer(t, "--data", data, "--addr", strings.TrimPrefix(s.base, "http://"))
+	c.s = s
+	var missed []int64
+	for i := 1; i <= 5; i++ {
+		var p apiPost
+		c.want(201, "POST", "/v1/posts", author, map[string]any{"title": fmt.Sprintf("While you were away %d", i), "content": "."}, &p)
+		missed = append([]int64{p.ID}, missed...)
+	}
+	waitFor(t, "the missed posts in the reader's inbox", func() bool { return len(c.timeline(reader, 100)) == 32 })
+	b.until("the banner for the missed posts", `document.querySelector('[data-test=new-posts]').textContent === '5 new posts'`)
+	b.click(`[data-test=new-posts]`)
+	if got := b.postIDs(`[data-test=timeline]`); len(got) != 32 || !slices.Equal(got[:5], missed) {
+		t.Fatalf("after the reconnect the timeline is %v, want %v first and 32 posts", got, missed)
+	}
+
+	// Mute, block, unfollow from the author's page, reached by the author's
+	// name on a post; the server agrees with each button.
+	listed := func(path string) bool {
+		var page apiPage[apiUser]
+		c.want(200, "GET", path, reader, nil, &page)
+		return slices.ContainsFunc(page.Data, func(u apiUser) bool { return u.ID == authorID })
+	}
+	following := func() bool {
+		var p apiProfile
+		c.want(200, "GET", "/v1/users/{id}", reader, nil, &p, authorID)
+		return p.FollowedByMe
+	}
+	button := func(name, label string) string {
+		return fmt.Sprintf("!document.getElementById('user-actions').hidden && document.querySelector('[data-test=%s]').textContent === '%s'", name, label)
+	}
+	b.click(`[data-test=timeline] [data-test=post]:nth-child(2) .author`)
+	b.until("the author's page", button("follow", "Unfollow")+" && "+button("mute", "Mute")+" && "+button("block", "Block"))
+	b.click(`[data-test=mute]`)
+	b.until("muted", button("mute", "Unmute"))
+	if !listed("/v1/mutes") {
+		t.Fatal("the page's Mute did not mute")
+	}
+	b.click(`[data-test=mute]`)
+	b.until("unmuted", button("mute", "Mute"))
+	if listed("/v1/mutes") {
+		t.Fatal("the page's Unmute did not unmute")
+	}
+	b.click(`[data-test=block]`)
+	b.until("blocked", button("block", "Unblock")+" && "+button("follow", "Follow")+" && document.querySelector('[data-test=follow]').disabled")
+	if !listed("/v1/blocks") || following() {
+		t.Fatal("the page's Block did not block and unfollow")
+	}
+	b.click(`[data-test=block]`)
+	b.until("unblocked", button("block", "Block")+" && !document.querySelector('[data-test=follow]').disabled")
+	b.click(`[data-test=follow]`)
+	b.until("followed again", button("follow", "Unfollow"))
+	if listed("/v1/blocks") || !following() {
+		t.Fatal("Unblock then Follow did not follow")
+	}
+	b.click(`[data-test=follow]`)
+	b.until("unfollowed", button("follow", "Follow"))
+	if following() {
+		t.Fatal("the page's Unfollow did not unfollow")
+	}
 
 	// Log out: back to the login form, the session is gone.
 	b.click(`[data-test=logout]`)

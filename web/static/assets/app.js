@@ -103,8 +103,9 @@ function renderPost(p) {
 
 // feedList fills listEl page by page from fetchPage(cursor) -> {data,
 // next_cursor}; stateEl below it shows loading, errors and the end, and
-// loads the next page when it scrolls into view.
-function feedList(listEl, stateEl, fetchPage, onEmpty) {
+// loads the next page when it scrolls into view. onEmpty(bool) hears
+// whether the list is known empty, onPage() of each page shown.
+function feedList(listEl, stateEl, fetchPage, onEmpty, onPage) {
   let cursor = null, done = false, loading = false, gen = 0;
   const shown = new Set();
   const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) load(); }, { rootMargin: '600px' });
@@ -131,6 +132,7 @@ function feedList(listEl, stateEl, fetchPage, onEmpty) {
       const page = await fetchPage(cursor);
       if (my !== gen) return;
       for (const p of page.data) append(p);
+      onPage?.();
       cursor = page.next_cursor;
       done = cursor === null;
       if (done) state(shown.size ? 'You are all caught up.' : '', 'end');
@@ -219,7 +221,8 @@ function loggedOut() {
   me = null;
   pending = [];
   timeline?.stop();
-  timeline = null;
+  userList?.stop();
+  timeline = userList = null;
   show('login');
 }
 setOnUnauthorized(loggedOut);
@@ -291,8 +294,13 @@ $('goto').addEventListener('submit', (ev) => {
   if (/^\d+$/.test(id)) location.hash = '#/users/' + id;
 });
 
+// startStream opens the live stream; it resolves once the stream is
+// subscribed (at most 3 s: the timeline must not wait on a failing stream).
 function startStream() {
+  let ready;
+  const subscribed = new Promise((r) => { ready = r; setTimeout(r, 3000); });
   live = openStream({
+    ready,
     post(p) {
       if (p.author.id === me.id && !timeline.has(p.id)) { timeline.place(p); return; }
       if (!timeline.has(p.id) && !pending.some((q) => q.id === p.id)) pending.push(p);
@@ -305,12 +313,16 @@ function startStream() {
       paintBanner();
     },
   });
+  return subscribed;
 }
 
 // ---- a user's page
 
+let userVisit = 0;
 async function userPage(id) {
+  const visit = ++userVisit;
   show('user');
+  scrollTo({ top: 0 });
   $('user-name').textContent = 'Loading…';
   for (const k of ['user-intro', 'user-followers', 'user-following']) $(k).textContent = '';
   say($('user-msg'), '');
@@ -323,7 +335,9 @@ async function userPage(id) {
   let u;
   try {
     u = await api('GET', `/v1/users/${id}`);
+    if (visit !== userVisit) return;
   } catch (e) {
+    if (visit !== userVisit) return;
     $('user-name').textContent = e.status === 404 ? 'No such user' : 'Could not load this user';
     say($('user-msg'), e.message, 'error');
     return;
@@ -337,8 +351,8 @@ async function userPage(id) {
   };
   counts();
   if (u.id === me.id) return;
-  $('user-actions').hidden = false;
   const [muted, blocked] = await Promise.all([inList('/v1/mutes', u.id), inList('/v1/blocks', u.id)]).catch(() => [false, false]);
+  if (visit !== userVisit) return; // the user went elsewhere meanwhile
   const st = { follow: u.followed_by_me, mute: muted, block: blocked };
   const label = { follow: ['Follow', 'Unfollow'], mute: ['Mute', 'Unmute'], block: ['Block', 'Unblock'] };
   const path = { follow: '/v1/following/', mute: '/v1/mutes/', block: '/v1/blocks/' };
@@ -350,6 +364,7 @@ async function userPage(id) {
     $('follow').disabled = st.block;
   };
   paint();
+  $('user-actions').hidden = false; // only now: the buttons show this user's state
   for (const k of Object.keys(st)) {
     $(k).onclick = () => busy($(k), $('user-msg'), async () => {
       await api(st[k] ? 'DELETE' : 'PUT', path[k] + u.id);
@@ -387,10 +402,10 @@ async function start() {
   $('me-link').href = '#/users/' + me.id;
   $('me-link').textContent = me.nick_name;
   timeline = feedList($('timeline'), $('timeline-state'),
-    (c) => api('GET', '/v1/timeline?limit=20' + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover);
-  startStream();
-  timeline.reset();
+    (c) => api('GET', '/v1/timeline?limit=20' + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover, paintBanner);
   route();
+  await startStream(); // then read: a post landing in between comes by the stream
+  timeline.reset();
 }
 
 function route() {
@@ -400,7 +415,7 @@ function route() {
   userList?.stop();
   userList = null;
   show('home');
-  if (stale) { stale = false; timeline.reset(); }
+  if (stale) { stale = false; pending = []; paintBanner(); timeline.reset(); } // the fresh read has them all
   scrollTo({ top: 0 });
 }
 

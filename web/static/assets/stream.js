@@ -7,7 +7,9 @@
 import { token } from './api.js';
 
 // openStream calls on.post(post) and on.delete(id) for each event until
-// stop() is called. on.open() is called each time the stream is connected.
+// stop() is called. on.ready() is called when the stream is subscribed (the
+// server subscribes before it answers, so a timeline read after ready()
+// misses nothing), or when it turns out there is no stream to have.
 export function openStream(on) {
   let lastId = '';
   let ctrl = null;
@@ -21,10 +23,10 @@ export function openStream(on) {
       if (lastId) headers['Last-Event-ID'] = lastId;
       try {
         const resp = await fetch('/v1/timeline/stream', { headers, signal: ctrl.signal, cache: 'no-store' });
-        if (resp.status === 401 || resp.status === 404) return; // logged out, or a server without streams
+        if (resp.status === 401 || resp.status === 404) { on.ready?.(); return; } // logged out, or no streams here
         if (resp.ok && resp.body) {
           delay = 500;
-          on.open?.();
+          on.ready?.();
           await read(resp.body);
         }
       } catch {
