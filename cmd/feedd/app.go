@@ -86,6 +86,8 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	var srvErr error
 	if c.cmd == "serve" {
 		srvErr = serveHTTP(ctx, c, a)
+	} else if c.cmd == "seed" {
+		srvErr = seedDemo(ctx, c, a, stdout)
 	} else {
 		log.Info("worker started", "workers", c.workers)
 		<-ctx.Done()
