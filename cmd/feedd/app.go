@@ -243,6 +243,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit,
 	}
+	if c.noEvents {
+		deps.Events = nil
+	}
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}

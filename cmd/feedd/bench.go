@@ -64,6 +64,7 @@ type benchFlags struct {
 	cpuProfile  string
 	streams     int
 	apart       bool
+	events      bool
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -166,11 +167,21 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer cleanup()
+		c.noEvents = !bf.events
 		a, err := openApp(ctx, c, log)
 		if err != nil {
 			return err
 		}
 		defer a.close()
+		if sub == "fanout" && bf.events {
+			// Every event reaches this process, as it reaches every API
+			// process: the broker's delivery and the local dispatch count.
+			s, err := a.events.Subscribe(ctx, 0, nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+		}
 		env.Service = a.service
 		env.Start = a.start
 		env.Stop = a.stop
@@ -303,6 +314,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read: concurrent clients")
 	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
+	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
 	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
 	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes")

@@ -41,6 +41,7 @@ type config struct {
 	streamUser   int
 	streamMax    int
 	seed         seed.Options // feedd seed's --users, --follows, --posts
+	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
