@@ -49,6 +49,10 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 // bursts of posts within one millisecond.
 var clock = time.Now
 
+// streamHeartbeat is the period of the live streams' heartbeat; tests in
+// this package shorten it.
+var streamHeartbeat = feedhttp.DefaultHeartbeat
+
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
@@ -107,7 +111,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
 	srv := &http.Server{
 		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Streams: streams}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

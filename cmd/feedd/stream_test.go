@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -23,6 +25,7 @@ type sseEvent struct {
 
 // sseStream is an open GET /v1/timeline/stream.
 type sseStream struct {
+	beats  atomic.Int64 // comment lines but the first (": open")
 	events chan sseEvent
 	resp   *http.Response
 	cancel context.CancelFunc
@@ -68,6 +71,9 @@ func (c *v1Client) openStream(token, last, local string) *sseStream {
 				}
 				ev = sseEvent{}
 			case strings.HasPrefix(line, ":"):
+				if line != ": open" {
+					s.beats.Add(1)
+				}
 			case strings.HasPrefix(line, "event: "):
 				ev.Kind = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "id: "):
@@ -266,4 +272,27 @@ func v1StreamRefusals(t *testing.T, c *v1Client, token string) {
 	for _, s := range open {
 		s.close()
 	}
+}
+
+// TestStreamHeartbeatAndShutdown: an idle stream gets heartbeats, and a
+// graceful shutdown ends it (so its client reconnects elsewhere) without
+// waiting for it.
+func TestStreamHeartbeatAndShutdown(t *testing.T) {
+	streamHeartbeat = 100 * time.Millisecond
+	t.Cleanup(func() { streamHeartbeat = feedhttp.DefaultHeartbeat })
+	s := startServer(t, "--data", t.TempDir())
+	c := newV1Client(t, s)
+	st := c.openStream(c.login("13900000003"), "", "127.0.0.2")
+	waitFor(t, "three heartbeats", func() bool { return st.beats.Load() >= 3 })
+	stopped := time.Now()
+	s.stop()
+	select {
+	case _, ok := <-st.events:
+		if ok {
+			t.Fatal("an event instead of the end of the stream")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream did not end with the server")
+	}
+	t.Logf("stream ended %v after the shutdown began", time.Since(stopped))
 }
