@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -134,78 +135,146 @@ func (s *Server) v1TimelineStream() http.Handler {
 			s.v1Fail(w, r, feed.Errorf(feed.ETOOMANY, "too many open streams (at most %d per user)", cmp.Or(st.PerUser, DefaultStreamsPerUser)))
 			return
 		}
-		defer st.release(uid)
-		ctx := r.Context()
-		done := st.closed() // closed on shutdown: a stream opened then ends at once
-
+		// The stream outlives the handler when the connection is hijacked:
+		// its context is its own, ended by the client closing or by the end
+		// of the stream.
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		cleanup := func(sub feed.Subscription) {
+			if sub != nil {
+				sub.Close()
+			}
+			cancel()
+			st.release(uid)
+		}
 		authors, err := s.Service.StreamAuthors(ctx, uid)
 		if err != nil {
+			cleanup(nil)
 			s.v1Fail(w, r, err)
 			return
 		}
 		sub, err := st.Events.Subscribe(ctx, uid, authors)
 		if err != nil {
+			cleanup(nil)
 			s.v1Fail(w, r, err)
 			return
 		}
-		defer sub.Close()
-		out := &sse{w: w, rc: http.NewResponseController(w), seen: map[int64]bool{}}
+		out := &sse{seen: map[int64]bool{}}
+		if conn := hijack(w); conn != nil {
+			// An HTTP/1.1 connection of its own: the handler returns, and
+			// with it the server's goroutines and buffers of the request;
+			// the stream keeps a goroutine that writes and one that notices
+			// the client leaving (a read that fails).
+			out.conn = conn
+			go func() {
+				var b [64]byte
+				for {
+					if _, err := conn.Read(b[:]); err != nil {
+						cancel()
+						return
+					}
+				}
+			}()
+			go func() {
+				defer cleanup(sub)
+				defer conn.Close()
+				if out.header() == nil {
+					s.streamLoop(ctx, uid, from, sub, out)
+				}
+			}()
+			return
+		}
+		defer cleanup(sub)
+		stop := context.AfterFunc(r.Context(), cancel)
+		defer stop()
+		out.w, out.rc = w, http.NewResponseController(w)
 		// The server's deadlines are for requests, not for streams.
 		_ = out.rc.SetReadDeadline(time.Time{})
 		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
+		for k, v := range streamHeader {
+			h.Set(k, v)
+		}
 		w.WriteHeader(http.StatusOK)
-		// A comment first, so the client knows the stream is open.
-		if out.comment("open") != nil {
+		s.streamLoop(ctx, uid, from, sub, out)
+	})
+}
+
+// streamHeader is the header of every stream response.
+var streamHeader = map[string]string{
+	"Content-Type":      "text/event-stream",
+	"Cache-Control":     "no-store",
+	"X-Accel-Buffering": "no",
+}
+
+// hijack takes over w's HTTP/1.x connection, with no deadline left on it;
+// nil when it cannot (HTTP/2, a wrapper without Unwrap).
+func hijack(w http.ResponseWriter) net.Conn {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		conn.Close()
+		return nil
+	}
+	return conn
+}
+
+// streamLoop sends the stream until ctx ends, the server shuts down, the
+// subscription ends or a write fails: first ": open", then the replay
+// after from (if any), then live events, with heartbeats.
+func (s *Server) streamLoop(ctx context.Context, uid int64, from *feed.Cursor, sub feed.Subscription, out *sse) {
+	st := s.Streams
+	done := st.closed() // closed on shutdown: a stream opened then ends at once
+	// A comment first, so the client knows the stream is open.
+	if out.comment("open") != nil {
+		return
+	}
+	if from != nil {
+		views, err := s.Service.StreamCatchUp(ctx, uid, *from, cmp.Or(st.Replay, feed.DefaultInboxCap))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.Log.Warn("stream replay", "user_id", uid, "error", err)
+			}
 			return
 		}
-		if from != nil {
-			views, err := s.Service.StreamCatchUp(ctx, uid, *from, cmp.Or(st.Replay, feed.DefaultInboxCap))
-			if err != nil {
-				s.Log.Warn("stream replay", "user_id", uid, "error", err)
+		if out.posts(views) != nil {
+			return
+		}
+	}
+	beat := time.NewTicker(cmp.Or(st.Heartbeat, DefaultHeartbeat))
+	defer beat.Stop()
+	events := sub.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return // shutting down: the client reconnects elsewhere
+		case <-beat.C:
+			if out.comment("") != nil {
 				return
 			}
-			if out.posts(views) != nil {
+		case ev, ok := <-events:
+			if !ok {
+				if err := sub.Err(); err != nil {
+					s.Log.Info("stream ended", "user_id", uid, "reason", err)
+				}
+				return
+			}
+			batch := []feed.Event{ev}
+			for len(batch) < streamBatch && len(events) > 0 {
+				if ev, ok := <-events; ok {
+					batch = append(batch, ev)
+				}
+			}
+			if err := s.streamEvents(ctx, uid, out, batch); err != nil {
+				if ctx.Err() == nil {
+					s.Log.Warn("stream events", "user_id", uid, "error", err)
+				}
 				return
 			}
 		}
-		beat := time.NewTicker(cmp.Or(st.Heartbeat, DefaultHeartbeat))
-		defer beat.Stop()
-		events := sub.Events()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-done:
-				return // shutting down: the client reconnects elsewhere
-			case <-beat.C:
-				if out.comment("") != nil {
-					return
-				}
-			case ev, ok := <-events:
-				if !ok {
-					if err := sub.Err(); err != nil {
-						s.Log.Info("stream ended", "user_id", uid, "reason", err)
-					}
-					return
-				}
-				batch := []feed.Event{ev}
-				for len(batch) < streamBatch && len(events) > 0 {
-					if ev, ok := <-events; ok {
-						batch = append(batch, ev)
-					}
-				}
-				if err := s.streamEvents(ctx, uid, out, batch); err != nil {
-					if ctx.Err() == nil {
-						s.Log.Warn("stream events", "user_id", uid, "error", err)
-					}
-					return
-				}
-			}
-		}
-	})
+	}
 }
 
 // streamEvents sends a batch of events in order, the posts hydrated in one
@@ -246,8 +315,10 @@ type V1Deleted struct {
 	ID int64 `json:"id"`
 }
 
-// sse writes one stream's events.
+// sse writes one stream's events: to a hijacked connection (conn), or
+// through the server (w, rc).
 type sse struct {
+	conn  net.Conn
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	buf   bytes.Buffer
@@ -294,11 +365,29 @@ func (o *sse) write(fill func(*bytes.Buffer) error) error {
 	if err := fill(&o.buf); err != nil {
 		return err
 	}
+	if o.conn != nil {
+		o.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err := o.conn.Write(o.buf.Bytes())
+		return err
+	}
 	_ = o.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := o.w.Write(o.buf.Bytes()); err != nil {
 		return err
 	}
 	return o.rc.Flush()
+}
+
+// header writes the response's status line and header on a hijacked
+// connection; the body is delimited by the connection's end.
+func (o *sse) header() error {
+	return o.write(func(b *bytes.Buffer) error {
+		b.WriteString("HTTP/1.1 200 OK\r\n")
+		for k, v := range streamHeader {
+			fmt.Fprintf(b, "%s: %s\r\n", k, v)
+		}
+		b.WriteString("Connection: close\r\n\r\n")
+		return nil
+	})
 }
 
 // frame renders one event: its JSON data is a single line (the encoder

@@ -13,7 +13,7 @@ import (
 
 // Buffer is how many events a subscription holds for a slow reader before
 // it is ended with feed.ErrEventsLost (its client reconnects and replays).
-const Buffer = 256
+const Buffer = 32
 
 // Events is an in-process feed.EventService: Publish hands events straight
 // to this process's subscriptions. The zero value is ready to use.

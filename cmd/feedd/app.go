@@ -49,6 +49,10 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 // bursts of posts within one millisecond.
 var clock = time.Now
 
+// streamHeartbeat is the period of the live streams' heartbeat; tests in
+// this package shorten it.
+var streamHeartbeat = feedhttp.DefaultHeartbeat
+
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
@@ -86,6 +90,8 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	var srvErr error
 	if c.cmd == "serve" {
 		srvErr = serveHTTP(ctx, c, a)
+	} else if c.cmd == "seed" {
+		srvErr = seedDemo(ctx, c, a, stdout)
 	} else {
 		log.Info("worker started", "workers", c.workers)
 		<-ctx.Done()
@@ -105,7 +111,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
 	srv := &http.Server{
 		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Streams: streams}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -240,6 +246,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit,
+	}
+	if c.noEvents {
+		deps.Events = nil
 	}
 	if err := newQueue(deps); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/internal/seed"
 )
 
 // config is everything feedd can be told. Only cmd/feedd reads flags and
@@ -39,6 +40,8 @@ type config struct {
 	backfill     int
 	streamUser   int
 	streamMax    int
+	seed         seed.Options // feedd seed's --users, --follows, --posts
+	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -120,6 +123,12 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
+	if cmd == "seed" {
+		seedFlags(fs, &c.seed)
+		if getenv("FEED_LOG_LEVEL") == "" {
+			fs.Set("log-level", "warn") // progress is the output; River's info lines are noise
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -156,6 +165,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if err := c.parseRedisURL(); err != nil {
 		return nil, err
+	}
+	if cmd == "seed" {
+		if err := c.seed.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if cmd == "worker" && c.workers == 0 {
 		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")

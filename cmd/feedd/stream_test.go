@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	feed "github.com/feedd/feedd"
+	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -23,6 +27,7 @@ type sseEvent struct {
 
 // sseStream is an open GET /v1/timeline/stream.
 type sseStream struct {
+	beats  atomic.Int64 // comment lines but the first (": open")
 	events chan sseEvent
 	resp   *http.Response
 	cancel context.CancelFunc
@@ -68,6 +73,9 @@ func (c *v1Client) openStream(token, last, local string) *sseStream {
 				}
 				ev = sseEvent{}
 			case strings.HasPrefix(line, ":"):
+				if line != ": open" {
+					s.beats.Add(1)
+				}
 			case strings.HasPrefix(line, "event: "):
 				ev.Kind = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "id: "):
@@ -265,5 +273,68 @@ func v1StreamRefusals(t *testing.T, c *v1Client, token string) {
 	c.refused(429, "too_many_requests", "GET", "/v1/timeline/stream", token, nil)
 	for _, s := range open {
 		s.close()
+	}
+}
+
+// TestStreamHeartbeatAndShutdown: an idle stream gets heartbeats, and a
+// graceful shutdown ends it (so its client reconnects elsewhere) without
+// waiting for it.
+func TestStreamHeartbeatAndShutdown(t *testing.T) {
+	streamHeartbeat = 100 * time.Millisecond
+	t.Cleanup(func() { streamHeartbeat = feedhttp.DefaultHeartbeat })
+	s := startServer(t, "--data", t.TempDir())
+	c := newV1Client(t, s)
+	st := c.openStream(c.login("13900000003"), "", "127.0.0.2")
+	waitFor(t, "three heartbeats", func() bool { return st.beats.Load() >= 3 })
+	stopped := time.Now()
+	s.stop()
+	select {
+	case _, ok := <-st.events:
+		if ok {
+			t.Fatal("an event instead of the end of the stream")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream did not end with the server")
+	}
+	t.Logf("stream ended %v after the shutdown began", time.Since(stopped))
+}
+
+// TestStreamReplayProperty: whatever event id a client reconnects with, the
+// replay is exactly the timeline's entries newer than it, oldest first, each
+// once, also inside groups of posts that share a millisecond (the cursor
+// is a keyset on score and post id). Random cursors over a timeline of
+// tie groups of random sizes.
+func TestStreamReplayProperty(t *testing.T) {
+	clk := useClock(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 12))
+	s := startServer(t, "--data", t.TempDir())
+	c := newV1Client(t, s)
+	author := c.login("13900000004")
+	reader := c.login("13900000005")
+	c.want(204, "PUT", "/v1/following/{id}", reader, nil, nil, c.me(author).ID)
+	ms := time.Now().UnixMilli()
+	const n = 24
+	for made := 0; made < n; {
+		ms++
+		clk.frozen.Store(ms)
+		for k := 1 + rng.IntN(4); k > 0 && made < n; k-- {
+			c.publishV1(author, fmt.Sprintf("tie %d", made))
+			made++
+		}
+	}
+	clk.frozen.Store(0)
+	var tl []apiPost
+	waitFor(t, "the timeline to hold every post", func() bool { tl = c.timeline(reader, 100); return len(tl) == n })
+	for range 6 {
+		k := rng.IntN(n)
+		cursor := feed.EncodeCursor(feed.Entry{PostID: tl[k].ID, Score: tl[k].score()})
+		st := c.openStream(reader, cursor, "127.0.0.2")
+		for i := k - 1; i >= 0; i-- {
+			if p := st.next(t).post(t, c, reader); p.ID != tl[i].ID {
+				t.Fatalf("replay after entry %d (of %d): got post %d, want %d", k, n, p.ID, tl[i].ID)
+			}
+		}
+		st.quiet(t, 200*time.Millisecond)
+		st.close()
 	}
 }
