@@ -29,10 +29,11 @@ type browser struct {
 	shot string // directory of screenshots
 }
 
-func newBrowser(t *testing.T, base string) *browser {
+// newBrowser starts Chromium (the binary at path) on base's page.
+func newBrowser(t *testing.T, path, base string) *browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(testenv.Chromium(t)),
+		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -143,6 +144,7 @@ func (b *browser) postIDs(sel string) []int64 {
 // and that post first after a click, like and unlike, publish from the
 // page; markup in posts is shown as text.
 func TestBrowserWalk(t *testing.T) {
+	chromium := testenv.Chromium(t)
 	data := t.TempDir()
 	s := startServer(t, "--data", data)
 	c := newV1Client(t, s)
@@ -173,7 +175,7 @@ func TestBrowserWalk(t *testing.T) {
 		want[i] = p.ID
 	}
 
-	b := newBrowser(t, s.base)
+	b := newBrowser(t, chromium, s.base)
 	const phone = 13800000202
 	b.until("the login form", `!document.getElementById('login').hidden`)
 	b.screenshot("phone-login", 390, 844)
@@ -357,9 +359,16 @@ func TestBrowserWalk(t *testing.T) {
 
 // TestPageServed: the page at exactly / and its assets under /assets/,
 // with their types and a policy that allows nothing from elsewhere; every
-// other unknown path keeps the APIs' JSON 404s.
+// other unknown path keeps the APIs' JSON 404s. On the embedded default and
+// on PostgreSQL + Redis with no workers (an API process).
 func TestPageServed(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir())
+	t.Run("embedded", func(t *testing.T) { testPageServed(t, startServer(t, "--data", t.TempDir())) })
+	t.Run("production", func(t *testing.T) {
+		testPageServed(t, startServer(t, append(singleNode(t).args, "--workers", "0")...))
+	})
+}
+
+func testPageServed(t *testing.T, s *server) {
 	get := func(path string, hdr ...string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", s.base+path, nil)
