@@ -146,13 +146,17 @@ func (s *Server) v1TimelineStream() http.Handler {
 			cancel()
 			st.release(uid)
 		}
-		authors, err := s.Service.StreamAuthors(ctx, uid)
+		// Until the stream is open, the request's context applies, and a
+		// broker that cannot be reached is given 10 s.
+		octx, ocancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer ocancel()
+		authors, err := s.Service.StreamAuthors(octx, uid)
 		if err != nil {
 			cleanup(nil)
 			s.v1Fail(w, r, err)
 			return
 		}
-		sub, err := st.Events.Subscribe(ctx, uid, authors)
+		sub, err := st.Events.Subscribe(octx, uid, authors)
 		if err != nil {
 			cleanup(nil)
 			s.v1Fail(w, r, err)
