@@ -15,6 +15,7 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
+	ETOOMANY      = "too_many_requests" // over a limit of open requests; retry later
 )
 
 // Error is a failure a client can act on: Message is shown to the client as is.

@@ -53,6 +53,10 @@ type PostStore interface {
 	DeletePost(ctx context.Context, id, userID int64) error
 	// PostsOfUser returns userID's posts, newest first.
 	PostsOfUser(ctx context.Context, userID int64, offset, limit int) ([]*Post, error)
+	// PostsOfUserWithin returns at most limit of userID's posts within b, in
+	// feed order (newest first): a keyset page, exact whatever is published
+	// or deleted between two pages.
+	PostsOfUserWithin(ctx context.Context, userID int64, b Bound, limit int) ([]*Post, error)
 	// HotPosts returns posts by like count descending (then newest first).
 	HotPosts(ctx context.Context, offset, limit int) ([]*Post, error)
 	// ToggleLike flips userID's like of postID and keeps the post's like
@@ -198,6 +202,42 @@ func (s *Service) PostsOfUser(ctx context.Context, viewerID, authorID int64, cur
 		return nil, err
 	}
 	return s.Hydrate(ctx, viewerID, posts)
+}
+
+// UserPosts returns at most limit (0: DefaultTimelineLimit) of authorID's
+// posts after cursor after (nil: from the newest), newest first, for
+// viewerID, and the cursor of the next page (nil at the end). The cursor is
+// the native timeline's: a keyset on (creation ms, post id).
+func (s *Service) UserPosts(ctx context.Context, viewerID, authorID int64, after *Cursor, limit int) (*Page, error) {
+	if err := validID("id", authorID); err != nil {
+		return nil, err
+	}
+	limit, err := TimelineLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Users.User(ctx, authorID); err != nil {
+		return nil, err
+	}
+	b := Top()
+	if after != nil {
+		b = After(*after)
+	}
+	// One more than asked tells whether a next page exists.
+	posts, err := s.Posts.PostsOfUserWithin(ctx, authorID, b, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{}
+	if len(posts) > limit {
+		posts = posts[:limit]
+		next := posts[limit-1].Entry()
+		page.Next = &next
+	}
+	if page.List, err = s.Hydrate(ctx, viewerID, posts); err != nil {
+		return nil, err
+	}
+	return page, nil
 }
 
 // HotPosts returns page current of posts by like count.

@@ -99,10 +99,14 @@ type Deps struct {
 	// SplitSize is the most followers one job delivers to; larger audiences
 	// are split into batch jobs of this size (default 5000).
 	SplitSize int
-	Log       *slog.Logger
 	// Observe is told of deliveries and their lag (feedd's metrics); nil:
 	// nobody is.
 	Observe Observer
+	// Events, when set, is told of every entry a post job writes to or
+	// removes from inboxes (one Publish per inbox write) and of every post
+	// of a pull-mode author, for live timeline streams.
+	Events feed.EventService
+	Log    *slog.Logger
 }
 
 // Observer is told what fan-out delivered. Its methods must be cheap and
@@ -137,6 +141,23 @@ func (d *Deps) observeFirstLag(op string, score int64) {
 		return
 	}
 	d.Observe.FirstLag(max(d.now().Sub(time.UnixMilli(score)), 0))
+}
+
+// publish tells live streams that op was applied to entry e in the
+// timelines of users (and, when author is not 0, of the pull-mode
+// followers of author). Streams are best effort: a failed publish is
+// logged and never fails the job, whose inbox writes are done.
+func (d *Deps) publish(ctx context.Context, op string, e feed.Entry, users []int64, author int64) {
+	if d.Events == nil || (len(users) == 0 && author == 0) {
+		return
+	}
+	kind := feed.EventPost
+	if op == OpRemove {
+		kind = feed.EventDelete
+	}
+	if err := d.Events.Publish(ctx, feed.Event{Kind: kind, Entry: e, Users: users, Author: author}); err != nil && ctx.Err() == nil {
+		d.Log.Warn("publish timeline event", "post_id", e.PostID, "kind", kind, "error", err)
+	}
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -341,9 +362,12 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return err
 	}
 	if mode == feed.PullMode {
+		// Readers merge the author's outbox; their streams subscribe to it.
+		d.publish(ctx, a.Op, e, []int64{a.AuthorID}, a.AuthorID)
 		d.observeLag(a.Op, a.Score)
-		return nil // readers merge the author's outbox
+		return nil
 	}
+	d.publish(ctx, a.Op, e, []int64{a.AuthorID}, 0)
 	var since int64
 	if a.Op == OpAdd {
 		since = d.since()
@@ -360,13 +384,13 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			return err
 		}
 		first := min(d.batchSize(), len(ids))
-		if err := deliver(ctx, d, a.Op, e, ids[:first]); err != nil {
+		if err := deliver(ctx, d, a.Op, e, ids[:first], true); err != nil {
 			return err
 		}
 		if first > 0 {
 			d.observeFirstLag(a.Op, a.Score)
 		}
-		if err := deliver(ctx, d, a.Op, e, ids[first:]); err != nil {
+		if err := deliver(ctx, d, a.Op, e, ids[first:], true); err != nil {
 			return err
 		}
 		d.observeLag(a.Op, a.Score)
@@ -456,6 +480,7 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 		if after == 0 && n > 0 {
 			w.deps.observeFirstLag(a.Op, a.Score) // the first range's first batch
 		}
+		w.deps.publish(ctx, a.Op, e, ids[:n], 0)
 		if n < len(ids) || len(ids) < size {
 			return nil
 		}
@@ -464,8 +489,9 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 	return nil
 }
 
-// deliver applies op to ids in inbox writes of BatchSize users.
-func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) error {
+// deliver applies op to ids in inbox writes of BatchSize users, publishing
+// each write to live streams when publish is set.
+func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64, publish bool) error {
 	size := d.batchSize()
 	for len(ids) > 0 {
 		n := min(size, len(ids))
@@ -474,6 +500,9 @@ func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64)
 		}
 		if err := apply(ctx, d, op, e, ids[:n]); err != nil {
 			return err
+		}
+		if publish {
+			d.publish(ctx, op, e, ids[:n], 0)
 		}
 		ids = ids[n:]
 	}

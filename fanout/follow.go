@@ -137,7 +137,7 @@ func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error
 			return mode, err
 		}
 		for _, e := range es {
-			if err := deliver(ctx, d, OpAdd, e, ids); err != nil {
+			if err := deliver(ctx, d, OpAdd, e, ids, false); err != nil {
 				return mode, err
 			}
 		}

@@ -492,6 +492,40 @@ func testPostsOfUser(t *testing.T, b *Backend) {
 	if len(page) != 0 {
 		t.Fatalf("PostsOfUser of a user without posts = %v", postIDs(page))
 	}
+
+	// Keyset pages: every page size walks the same order, each post once;
+	// a post published between two pages (newer than the cursor) is not in
+	// the rest of the walk.
+	walk := func(size int, mid func()) []*feed.Post {
+		var walked []*feed.Post
+		bound := feed.Top()
+		for i := 0; i <= len(want); i++ {
+			page, err := b.Posts.PostsOfUserWithin(ctx, u.ID, bound, size)
+			must(t, err, "PostsOfUserWithin")
+			if len(page) > size {
+				t.Fatalf("PostsOfUserWithin returned %d posts, limit %d", len(page), size)
+			}
+			walked = append(walked, page...)
+			if len(page) < size {
+				break
+			}
+			bound = feed.After(page[len(page)-1].Entry())
+			if i == 0 && mid != nil {
+				mid()
+			}
+		}
+		return walked
+	}
+	for _, size := range []int{1, 7, 25, 30} {
+		wantIDs(t, fmt.Sprintf("PostsOfUserWithin, pages of %d", size), postIDs(walk(size, nil)), postIDs(want))
+	}
+	newer := func() { newPost(t, b, u.ID, now.Add(time.Hour), "published mid-walk") }
+	wantIDs(t, "PostsOfUserWithin, a post published mid-walk", postIDs(walk(4, newer)), postIDs(want))
+	page, err = b.Posts.PostsOfUserWithin(ctx, v.ID+1000, feed.Top(), 10)
+	must(t, err, "PostsOfUserWithin of a missing user")
+	if len(page) != 0 {
+		t.Fatalf("PostsOfUserWithin of a user without posts = %v", postIDs(page))
+	}
 }
 
 func testLikes(t *testing.T, b *Backend) {

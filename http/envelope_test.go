@@ -17,6 +17,7 @@ import (
 var allCodes = []string{
 	feed.ECONFLICT, feed.EINTERNAL, feed.EINVALID, feed.ENOTFOUND,
 	feed.EUNAUTHORIZED, feed.EFORBIDDEN, feed.ETOOLARGE,
+	feed.ETOOMANY,
 }
 
 // testServer returns a Server with no Service, whose log goes to the
@@ -89,6 +90,7 @@ func TestStatusTables(t *testing.T) {
 		feed.EUNAUTHORIZED: 401,
 		feed.EFORBIDDEN:    200,
 		feed.ETOOLARGE:     413,
+		feed.ETOOMANY:      429,
 	}
 	// openapi.json: the responses Invalid ... Internal.
 	native := map[string]int{
@@ -99,6 +101,7 @@ func TestStatusTables(t *testing.T) {
 		feed.EUNAUTHORIZED: 401,
 		feed.EFORBIDDEN:    403,
 		feed.ETOOLARGE:     413,
+		feed.ETOOMANY:      429,
 	}
 	for _, code := range allCodes {
 		if got, ok := statusOf[code]; !ok || got != compatible[code] {

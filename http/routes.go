@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/web"
 )
 
 // routes is the whole HTTP surface of feedd in one place.
@@ -45,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
 	mux.Handle("GET /v1/users/{id}/followers", v1(s.v1UserList(feed.FollowersList)))
 	mux.Handle("GET /v1/users/{id}/following", v1(s.v1UserList(feed.FollowingList)))
+	mux.Handle("GET /v1/users/{id}/posts", v1(s.v1UserPosts()))
 	mux.Handle("POST /v1/posts", v1(s.v1Publish()))
 	mux.Handle("GET /v1/posts/{id}", v1(s.v1Post()))
 	mux.Handle("DELETE /v1/posts/{id}", v1(s.v1DeletePost()))
@@ -52,6 +54,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.v1SetLike(false)))
 	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
 	mux.Handle("GET /v1/timeline", v1(s.v1Timeline()))
+	mux.Handle("GET /v1/timeline/stream", v1(s.v1TimelineStream()))
 	mux.Handle("PUT /v1/following/{id}", v1(s.v1Follow(true)))
 	mux.Handle("DELETE /v1/following/{id}", v1(s.v1Follow(false)))
 	mux.Handle("GET /v1/mutes", v1(s.v1UserList(feed.MutedList)))
@@ -61,6 +64,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/blocks/{id}", v1(s.v1Block(true)))
 	mux.Handle("DELETE /v1/blocks/{id}", v1(s.v1Block(false)))
 	mux.Handle("/v1/", s.v1NotFound())
+
+	// feedd's own web page (web/): the document at exactly / and its
+	// assets under /assets/; every other unknown path stays a JSON 404.
+	page := web.Handler(s.handleNotFound())
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET "+web.Prefix, page)
 
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)

@@ -34,7 +34,11 @@ func serve(s *Server, method, target, body string, header ...string) *httptest.R
 func TestNotFound(t *testing.T) {
 	const compatible = `{"success":false,"errorMsg":"no such endpoint"}` + "\n"
 	for _, tc := range []struct{ method, path, want string }{
-		{"GET", "/", compatible},
+		{"POST", "/", compatible}, // GET / is the web page
+		{"GET", "/index.html", compatible},
+		{"GET", "/assets/", compatible},
+		{"GET", "/assets/nope.js", compatible},
+		{"POST", "/assets/app.js", compatible},
 		{"GET", "/nope", compatible},
 		{"GET", "/api/user/me", compatible}, // the proxy strips /api, not feedd
 		{"GET", "/user/me/", compatible},

@@ -25,6 +25,8 @@ type Server struct {
 	Log     *slog.Logger
 	// Health reports whether the server can serve (storage reachable).
 	Health func(ctx context.Context) error
+	// Streams serves GET /v1/timeline/stream (nil: not enabled).
+	Streams *Streams
 	// Extra routes mounted beside the API (benchmarks mount theirs here).
 	Extra map[string]http.Handler
 	// Observe is told of every request (metrics); nil: nobody is.
@@ -71,6 +73,7 @@ var statusOf = map[string]int{
 	feed.ECONFLICT:     http.StatusOK,
 	feed.EUNAUTHORIZED: http.StatusUnauthorized,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.ETOOMANY:      http.StatusTooManyRequests,
 	feed.EINTERNAL:     http.StatusInternalServerError,
 }
 

@@ -33,6 +33,7 @@ var v1Status = map[string]int{
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.ETOOMANY:      http.StatusTooManyRequests,
 	feed.EINTERNAL:     http.StatusInternalServerError,
 }
 
@@ -173,6 +174,19 @@ func queryAfter(r *http.Request) (int64, error) {
 		return 0, feed.Errorf(feed.EINVALID, "cursor is not one this server returned")
 	}
 	return n, nil
+}
+
+// queryCursor parses an optional native feed cursor (nil when absent).
+func queryCursor(r *http.Request) (*feed.Cursor, error) {
+	v, ok, err := queryOne(r, "cursor")
+	if err != nil || !ok {
+		return nil, err
+	}
+	c, err := feed.DecodeCursor(v)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // ---- output
@@ -536,17 +550,10 @@ func (s *Server) v1Timeline() http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		var after *feed.Cursor
-		if v, ok, err := queryOne(r, "cursor"); err != nil {
+		after, err := queryCursor(r)
+		if err != nil {
 			s.v1Fail(w, r, err)
 			return
-		} else if ok {
-			c, err := feed.DecodeCursor(v)
-			if err != nil {
-				s.v1Fail(w, r, err)
-				return
-			}
-			after = &c
 		}
 		page, err := s.Service.Timeline(r.Context(), userID(r), after, limit)
 		if err != nil {
@@ -559,6 +566,37 @@ func (s *Server) v1Timeline() http.Handler {
 			out.NextCursor = &c
 			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(limit)}}
 			w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
+		}
+		s.v1JSON(w, http.StatusOK, out)
+	})
+}
+
+// v1UserPosts serves a page of the {id} user's posts, newest first, under
+// the native cursor (a keyset on creation ms and post id).
+func (s *Server) v1UserPosts() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := parseID("id", r.PathValue("id"))
+		var limit int
+		var after *feed.Cursor
+		if err == nil {
+			limit, err = queryLimit(r, feed.MaxTimelineLimit)
+		}
+		if err == nil {
+			after, err = queryCursor(r)
+		}
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		page, err := s.Service.UserPosts(r.Context(), userID(r), id, after, limit)
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		out := V1Page[V1Post]{Data: v1Posts(page.List)}
+		if page.Next != nil {
+			c := feed.EncodeCursor(*page.Next)
+			out.NextCursor = &c
 		}
 		s.v1JSON(w, http.StatusOK, out)
 	})

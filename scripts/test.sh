@@ -11,8 +11,9 @@
 # with go run (fetched through the Go module proxy, not in go.mod).
 #
 # It does all set-up itself, on loopback (127.0.0.1) only:
-#   - installs redis-server with apt-get if redis-server/redis-cli are missing
-#     (and gcc, needed by -race, if there is no C compiler); PostgreSQL 15
+#   - installs redis-server with apt-get if redis-server/redis-cli are missing,
+#     chromium (for the browser tests) if it is missing and FEED_CHROMIUM
+#     names no other binary (and gcc, needed by -race, if there is no C compiler); PostgreSQL 15
 #     binaries are expected in /usr/lib/postgresql/15/bin (override with
 #     FEED_PG_BIN), postgresql-15 is apt-installed only as a fallback;
 #   - makes one temp dir (mktemp -d) holding every data dir, socket and log;
@@ -133,6 +134,9 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 	apt_install redis-server
 fi
 REDIS_SERVER=$(command -v redis-server) || die "redis-server not found after install"
+if [[ -z ${FEED_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
+	apt_install chromium fonts-dejavu-core # headless, for the browser tests (cmd/feedd/browser_test.go)
+fi
 PG_BIN=${FEED_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [[ ! -x $PG_BIN/initdb || ! -x $PG_BIN/pg_ctl || ! -x $PG_BIN/postgres ]]; then
 	log "PostgreSQL binaries (initdb, pg_ctl, postgres) not found in $PG_BIN"

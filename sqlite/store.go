@@ -270,6 +270,13 @@ func (db *DB) PostsOfUser(ctx context.Context, userID int64, offset, limit int) 
 		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, userID, limit, offset))
 }
 
+// PostsOfUserWithin implements feed.PostStore on the posts_user index.
+func (db *DB) PostsOfUserWithin(ctx context.Context, userID int64, b feed.Bound, limit int) ([]*feed.Post, error) {
+	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?1
+		AND created_at <= ?2 AND (created_at < ?2 OR ?3 = 0 OR id < ?3)
+		ORDER BY created_at DESC, id DESC LIMIT ?4`, userID, b.Max, b.BeforeID, limit))
+}
+
 // HotPosts implements feed.PostStore.
 func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, error) {
 	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts

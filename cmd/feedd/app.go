@@ -18,6 +18,7 @@ import (
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/inmem"
 	"github.com/feedd/feedd/internal/metrics"
 	"github.com/feedd/feedd/postgres"
 	"github.com/feedd/feedd/redis"
@@ -49,10 +50,15 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 // bursts of posts within one millisecond.
 var clock = time.Now
 
+// streamHeartbeat is the period of the live streams' heartbeat; tests in
+// this package shorten it.
+var streamHeartbeat = feedhttp.DefaultHeartbeat
+
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
 	service *feed.Service
+	events  feed.EventService // live timeline events
 	health  func(context.Context) error
 	start   func(context.Context) error // starts the workers
 	stop    func(context.Context) error // stops the workers
@@ -96,6 +102,8 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	var srvErr error
 	if c.cmd == "serve" {
 		srvErr = serveHTTP(ctx, c, a)
+	} else if c.cmd == "seed" {
+		srvErr = seedDemo(ctx, c, a, stdout)
 	} else {
 		log.Info("worker started", "workers", c.workers)
 		<-ctx.Done()
@@ -118,7 +126,8 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Observe: a.metrics}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Observe: a.metrics, Streams: streams}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -129,6 +138,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	srv.RegisterOnShutdown(streams.Shutdown) // streams end so clients reconnect elsewhere
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "workers", c.workers)
@@ -185,6 +195,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.health = db.Pool.Ping
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
+		pgEvents := postgres.NewEvents(db, log) // LISTEN/NOTIFY, unless Redis is configured
+		a.events = pgEvents
+		a.closers = append(a.closers, pgEvents.Close)
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 			if err != nil {
@@ -235,6 +248,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
+		events := redis.NewEvents(rdb, c.redisPrefix, log) // Pub/Sub between workers and API processes
+		a.events = events
+		a.closers = append(a.closers, events.Close)
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -246,11 +262,18 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}
 
+	if a.events == nil {
+		a.events = &inmem.Events{} // one process: workers and streams meet here
+	}
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
+		Events:  a.events,
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics,
+	}
+	if c.noEvents {
+		deps.Events = nil
 	}
 	if err := newQueue(deps); err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ Usage:
   feedd bench read    [flags]   closed-loop GET /blog/of/follow: feedd against the seed read path
   feedd bench publish [flags]   publish latency of an author with 10 followers and one with --followers
   feedd bench memory  [flags]   Redis bytes per inbox entry at the cap, default and recommended settings
+  feedd bench stream  [flags]   live stream: event latency after publish, memory of --streams idle streams
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -61,6 +62,9 @@ type benchFlags struct {
 	inboxes     int
 	timeout     time.Duration
 	cpuProfile  string
+	streams     int
+	apart       bool
+	events      bool
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -70,15 +74,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish or memory")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory or stream")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory":
+	case "fanout", "read", "publish", "memory", "stream":
+	case streamClientsCmd:
+		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish or memory)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory or stream)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -161,11 +167,21 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer cleanup()
+		c.noEvents = !bf.events
 		a, err := openApp(ctx, c, log)
 		if err != nil {
 			return err
 		}
 		defer a.close()
+		if sub == "fanout" && bf.events {
+			// Every event reaches this process, as it reaches every API
+			// process: the broker's delivery and the local dispatch count.
+			s, err := a.events.Subscribe(ctx, 0, nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+		}
 		env.Service = a.service
 		env.Start = a.start
 		env.Stop = a.stop
@@ -175,8 +191,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer scancel()
 			a.stop(sctx)
 		}()
+		streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax}
+		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra, Observe: a.metrics}).Handler()
+			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra, Observe: a.metrics, Streams: streams}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)
@@ -238,6 +256,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "stream":
+		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval}
+		if bf.apart {
+			opt.Hold = holdStreamsApart
+		}
+		r, err := bench.Stream(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -284,8 +313,11 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read: concurrent clients")
 	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run")
-	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes")
-	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish: pause between two publishes")
+	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
+	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
+	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
+	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
+	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")

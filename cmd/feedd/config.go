@@ -12,6 +12,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/internal/seed"
 )
 
 // config is everything feedd can be told. Only cmd/feedd reads flags and
@@ -39,6 +41,10 @@ type config struct {
 	backfill     int
 	adminAddr    string // "off": no admin listener
 	accessLog    bool
+	streamUser   int
+	streamMax    int
+	seed         seed.Options // feedd seed's --users, --follows, --posts
+	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -97,6 +103,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	fromEnv("access-log", "FEED_ACCESS_LOG")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
+	num(&c.streamMax, "stream-limit", "FEED_STREAM_LIMIT", feedhttp.DefaultStreams, "open live timeline streams this process holds")
 	return fs, errors.Join(errs...)
 }
 
@@ -125,6 +133,12 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
+	if cmd == "seed" {
+		seedFlags(fs, &c.seed)
+		if getenv("FEED_LOG_LEVEL") == "" {
+			fs.Set("log-level", "warn") // progress is the output; River's info lines are noise
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -152,6 +166,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--inbox-cap must be at least 1")
 	case c.fanoutBatch < 1 || c.fanoutSplit < 1:
 		return nil, fmt.Errorf("--fanout-batch and --fanout-split must be at least 1")
+	case c.streamUser < 1 || c.streamMax < 1:
+		return nil, fmt.Errorf("--stream-limit-user and --stream-limit must be at least 1")
 	case c.jobTimeout <= 0:
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
@@ -161,6 +177,11 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if err := c.parseRedisURL(); err != nil {
 		return nil, err
+	}
+	if cmd == "seed" {
+		if err := c.seed.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if cmd == "worker" && c.workers == 0 {
 		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")

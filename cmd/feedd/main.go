@@ -27,6 +27,7 @@ Usage:
   feedd [serve] [flags]   serve the HTTP API and work fan-out jobs (the default)
   feedd worker [flags]    work fan-out jobs only
   feedd migrate [flags]   apply database migrations and exit
+  feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
   feedd bench NAME        measure fan-out, reads, publish latency, memory (feedd bench help)
   feedd help              show this text
 
@@ -45,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
-	case "serve", "worker", "migrate":
+	case "serve", "worker", "migrate", "seed":
 		cfg, err := parseConfig(cmd, args, getenv, stderr)
 		if err != nil {
 			return err

@@ -233,6 +233,11 @@ func (a *openAPI) checkResponse(method, tmpl string, status int, header map[stri
 		if len(body) != 0 {
 			return fmt.Errorf("%s: documented without a body, got %.200q", where, body)
 		}
+	} else if _, ok := content["text/event-stream"]; ok {
+		// A stream: its events are checked by the stream tests.
+		if ct := strings.Join(headerValues(header, "Content-Type"), ","); !strings.HasPrefix(ct, "text/event-stream") {
+			return fmt.Errorf("%s: Content-Type %q, want text/event-stream", where, ct)
+		}
 	} else {
 		schema, ok := a.obj(content, "application/json")["schema"]
 		if !ok {

@@ -156,6 +156,45 @@ func TestV1API(t *testing.T) {
 		t.Fatalf("paged timeline %v, want %v newest first", ids, wantIDs)
 	}
 
+	// A user's posts: keyset pages under the native cursor, newest first,
+	// whoever asks; a post published mid-walk is not in the rest of it.
+	var own []int64
+	var mid apiPost
+	cursor := ""
+	for i := 0; ; i++ {
+		q := "?limit=2"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page apiPage[apiPost]
+		c.want(200, "GET", "/v1/users/{id}/posts"+q, cc, nil, &page, aID)
+		for _, p := range page.Data {
+			if p.Author.ID != aID {
+				t.Fatalf("post %d of %d in the posts of %d", p.ID, p.Author.ID, aID)
+			}
+			own = append(own, p.ID)
+		}
+		if i == 0 {
+			c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "mid-walk", "content": "c"}, &mid)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		if len(page.Data) != 2 || i > 5 {
+			t.Fatalf("posts page %d: %+v", i, page)
+		}
+		cursor = *page.NextCursor
+	}
+	if !slices.Equal(own, wantIDs) {
+		t.Fatalf("posts of a %v, want %v", own, wantIDs)
+	}
+	c.want(204, "DELETE", "/v1/posts/{id}", a, nil, nil, mid.ID)
+	var none apiPage[apiPost]
+	c.want(200, "GET", "/v1/users/{id}/posts", a, nil, &none, bID)
+	if len(none.Data) != 0 || none.NextCursor != nil {
+		t.Fatalf("posts of b, who has none: %+v", none)
+	}
+
 	// Follower lists: keyset pages by user id.
 	fans := []int64{bID, cID}
 	for _, phone := range []string{"13800000104", "13800000105", "13800000106"} {
@@ -165,7 +204,7 @@ func TestV1API(t *testing.T) {
 	}
 	slices.Sort(fans)
 	var listed []int64
-	cursor := ""
+	cursor = ""
 	for i := 0; ; i++ {
 		q := "?limit=2"
 		if cursor != "" {
@@ -248,6 +287,7 @@ func TestV1API(t *testing.T) {
 	}
 
 	v1Refusals(t, c, a, b, aID, bID, bare.ID)
+	v1StreamRefusals(t, c, b)
 
 	// Logout ends the session; the token is then refused.
 	c.want(204, "DELETE", "/v1/auth/session", cc, nil, nil)
@@ -271,7 +311,7 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 
 	// Path ids.
 	for _, id := range bad {
-		for _, tmpl := range []string{"/v1/users/{id}", "/v1/users/{id}/followers", "/v1/users/{id}/following", "/v1/posts/{id}", "/v1/posts/{id}/likes"} {
+		for _, tmpl := range []string{"/v1/users/{id}", "/v1/users/{id}/followers", "/v1/users/{id}/following", "/v1/users/{id}/posts", "/v1/posts/{id}", "/v1/posts/{id}/likes"} {
 			c.refused(400, "invalid", "GET", tmpl, b, nil, id)
 		}
 		for _, m := range []string{"PUT", "DELETE"} {
@@ -292,6 +332,7 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 		"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("v2:1:1")), "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("v1:1:0")),
 		"cursor=" + goodCursor + "&cursor=" + goodCursor} {
 		c.refused(400, "invalid", "GET", "/v1/timeline?"+q, b, nil)
+		c.refused(400, "invalid", "GET", "/v1/users/{id}/posts?"+q, b, nil, aID)
 	}
 	for _, q := range []string{"limit=0", "limit=201", "limit=x", "limit=", "cursor=", "cursor=x", "cursor=0", "cursor=-4", "cursor=" + goodCursor} {
 		c.refused(400, "invalid", "GET", "/v1/users/{id}/followers?"+q, b, nil, aID)
@@ -346,7 +387,7 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 	}
 
 	// Missing resources.
-	for _, tmpl := range []string{"/v1/users/{id}", "/v1/users/{id}/followers", "/v1/users/{id}/following", "/v1/posts/{id}", "/v1/posts/{id}/likes"} {
+	for _, tmpl := range []string{"/v1/users/{id}", "/v1/users/{id}/followers", "/v1/users/{id}/following", "/v1/users/{id}/posts", "/v1/posts/{id}", "/v1/posts/{id}/likes"} {
 		c.refused(404, "not_found", "GET", tmpl, b, nil, missing)
 	}
 	for _, m := range []string{"PUT", "DELETE"} {
@@ -358,7 +399,7 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 
 	// Unknown routes and methods.
 	for _, r := range [][2]string{{"GET", "/v1/nope"}, {"GET", "/v1/"}, {"GET", "/v1/posts"}, {"PATCH", "/v1/posts/{id}"},
-		{"POST", "/v1/timeline"}, {"GET", "/v1/posts/{id}/comments"}, {"GET", "/v1/users/{id}/posts"}, {"PUT", "/v1/me"}} {
+		{"POST", "/v1/timeline"}, {"GET", "/v1/posts/{id}/comments"}, {"GET", "/v1/users/{id}/likes"}, {"PUT", "/v1/me"}} {
 		c.refused(404, "not_found", r[0], r[1], b, nil, post)
 	}
 }

@@ -43,6 +43,8 @@ type Env struct {
 	// Handler returns feedd's HTTP handler with extra routes mounted beside
 	// the API (the seed read path).
 	Handler func(extra map[string]http.Handler) http.Handler
+	// Connected is the number of open timeline streams of Handler.
+	Connected func() int64
 
 	// Store loads data in bulk and checks inboxes, on the database the
 	// service uses.

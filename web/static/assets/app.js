@@ -1,0 +1,423 @@
+// app.js: feedd's page. Views: log in, the home timeline (compose, live
+// "N new posts" banner, infinite scroll) and a user's page (#/users/{id}).
+// User text is always set with textContent, never parsed as HTML.
+
+import { api, token, setOnUnauthorized } from './api.js';
+import { openStream } from './stream.js';
+
+const $ = (id) => document.getElementById(id);
+const views = ['login', 'home', 'user'];
+let me = null;      // GET /v1/me of the logged-in user
+let live = null;    // the open stream
+let pending = [];   // posts from the stream not shown yet, in arrival order
+let timeline = null;
+let userList = null;
+let stale = false;  // the graph changed: reload the timeline on the way home
+
+// ---- small helpers
+
+function show(view) {
+  for (const v of views) $(v).hidden = v !== view;
+  $('nav').hidden = view === 'login';
+}
+
+function say(el, text, kind = '') {
+  el.textContent = text;
+  el.className = 'msg ' + kind;
+}
+
+// busy disables a button while f runs and reports f's error in msgEl.
+async function busy(button, msgEl, f) {
+  button.disabled = true;
+  if (msgEl) say(msgEl, '');
+  try { return await f(); } catch (e) { if (msgEl) say(msgEl, e.message, 'error'); } finally { button.disabled = false; }
+}
+
+function avatar(el, user) {
+  el.textContent = (user.nick_name || '?').trim().charAt(0).toUpperCase() || '?';
+  el.style.setProperty('--hue', String((user.id * 47) % 360));
+}
+
+const fmtDate = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+function ago(iso) {
+  const s = (Date.now() - Date.parse(iso)) / 1000;
+  if (s < 60) return 'now';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  if (s < 86400) return Math.floor(s / 3600) + 'h';
+  return fmtDate.format(new Date(iso));
+}
+
+// feedOrder compares posts as feeds order them: newest first, then larger id.
+// created_at is RFC 3339 UTC with milliseconds, so strings compare as times.
+function feedOrder(a, b) {
+  if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
+  return b.id - a.id;
+}
+
+// ---- a post
+
+function renderPost(p) {
+  const el = $('post-tpl').content.firstElementChild.cloneNode(true);
+  el.dataset.postId = String(p.id);
+  const href = '#/users/' + p.author.id;
+  const av = el.querySelector('.avatar');
+  av.href = href;
+  avatar(av, p.author);
+  const author = el.querySelector('.author');
+  author.href = href;
+  author.textContent = p.author.nick_name || 'user ' + p.author.id;
+  const time = el.querySelector('time');
+  time.dateTime = p.created_at;
+  time.textContent = ago(p.created_at);
+  time.title = new Date(p.created_at).toLocaleString();
+  el.querySelector('.title').textContent = p.title;
+  el.querySelector('.content').textContent = p.content;
+  const like = el.querySelector('.like');
+  const count = el.querySelector('.count');
+  const paint = () => {
+    like.setAttribute('aria-pressed', String(p.liked_by_me));
+    like.title = p.liked_by_me ? 'Unlike' : 'Like';
+    count.textContent = String(p.like_count);
+  };
+  paint();
+  like.addEventListener('click', async () => {
+    const was = p.liked_by_me;
+    p.liked_by_me = !was; // optimistic; undone on error
+    p.like_count += was ? -1 : 1;
+    paint();
+    like.disabled = true;
+    try {
+      await api(was ? 'DELETE' : 'PUT', `/v1/posts/${p.id}/like`);
+    } catch (e) {
+      p.liked_by_me = was;
+      p.like_count += was ? 1 : -1;
+      paint();
+      like.title = e.message;
+    } finally { like.disabled = false; }
+  });
+  el.post = p;
+  return el;
+}
+
+// ---- a scrolled list of posts under a native cursor
+
+// feedList fills listEl page by page from fetchPage(cursor) -> {data,
+// next_cursor}; stateEl below it shows loading, errors and the end, and
+// loads the next page when it scrolls into view. onEmpty(bool) hears
+// whether the list is known empty, onPage() of each page shown.
+function feedList(listEl, stateEl, fetchPage, onEmpty, onPage) {
+  let cursor = null, done = false, loading = false, gen = 0;
+  const shown = new Set();
+  const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) load(); }, { rootMargin: '600px' });
+  io.observe(stateEl);
+
+  function state(text, kind, retry) {
+    stateEl.replaceChildren();
+    stateEl.className = 'state ' + (kind || '');
+    if (text) stateEl.append(text);
+    if (retry) {
+      const b = document.createElement('button');
+      b.textContent = 'Retry';
+      b.addEventListener('click', load);
+      stateEl.append(' ', b);
+    }
+  }
+
+  async function load() {
+    if (loading || done) return;
+    loading = true;
+    const my = gen;
+    state('Loading…', 'loading');
+    try {
+      const page = await fetchPage(cursor);
+      if (my !== gen) return;
+      for (const p of page.data) append(p);
+      onPage?.();
+      cursor = page.next_cursor;
+      done = cursor === null;
+      if (done) state(shown.size ? 'You are all caught up.' : '', 'end');
+      if (done && !shown.size) onEmpty?.(true);
+    } catch (e) {
+      if (my === gen) state(e.message, 'error', true);
+    } finally {
+      if (my === gen) loading = false;
+    }
+    // A short page may leave the sentinel on screen: keep going.
+    if (my === gen && !done && !loading) requestAnimationFrame(() => {
+      if (my === gen && stateEl.offsetParent && stateEl.getBoundingClientRect().top < innerHeight + 600) load();
+    });
+  }
+
+  function append(p) {
+    if (shown.has(p.id)) return;
+    shown.add(p.id);
+    listEl.append(renderPost(p));
+  }
+
+  // place inserts p where the feed order puts it among the loaded posts;
+  // a post older than all loaded ones is left for the scroll to bring.
+  function place(p) {
+    if (shown.has(p.id)) return false;
+    const next = [...listEl.children].find((el) => feedOrder(p, el.post) < 0);
+    if (!next && !done) return false;
+    shown.add(p.id);
+    listEl.insertBefore(renderPost(p), next || null);
+    onEmpty?.(false);
+    if (done) state('You are all caught up.', 'end');
+    return true;
+  }
+
+  function remove(id) {
+    listEl.querySelector(`[data-post-id="${Number(id)}"]`)?.remove();
+    shown.delete(Number(id));
+  }
+
+  function reset() {
+    gen++;
+    cursor = null; done = false; loading = false;
+    shown.clear();
+    listEl.replaceChildren();
+    onEmpty?.(false);
+    load();
+  }
+
+  function stop() { gen++; done = true; io.disconnect(); }
+
+  return { reset, place, remove, stop, has: (id) => shown.has(id) };
+}
+
+// ---- log in
+
+$('code-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const btn = ev.submitter || $('code-form').querySelector('button');
+  busy(btn, $('login-msg'), async () => {
+    await api('POST', '/v1/auth/code', { phone: $('phone').value.trim() });
+    say($('login-msg'), 'Code sent. Look where your server sends codes (on the embedded default: its log).', 'ok');
+    $('code').focus();
+  });
+});
+
+$('login-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const btn = ev.submitter || $('login-form').querySelector('button');
+  busy(btn, $('login-msg'), async () => {
+    const { token: t } = await api('POST', '/v1/auth/login', { phone: $('phone').value.trim(), code: $('code').value.trim() });
+    token.set(t);
+    $('code').value = '';
+    await start();
+  });
+});
+
+$('logout').addEventListener('click', async () => {
+  await api('DELETE', '/v1/auth/session').catch(() => {});
+  loggedOut();
+});
+
+function loggedOut() {
+  token.clear();
+  live?.stop();
+  live = null;
+  me = null;
+  pending = [];
+  timeline?.stop();
+  userList?.stop();
+  timeline = userList = null;
+  show('login');
+}
+setOnUnauthorized(loggedOut);
+
+// ---- home: compose, banner, timeline
+
+$('compose').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const btn = ev.submitter || $('compose').querySelector('button');
+  busy(btn, $('compose-msg'), async () => {
+    const p = await api('POST', '/v1/posts', { title: $('compose-title').value, content: $('compose-content').value });
+    $('compose').reset();
+    pending = pending.filter((q) => q.id !== p.id);
+    timeline.place(p);
+    paintBanner();
+    scrollTo({ top: 0 });
+  });
+});
+
+function paintBanner() {
+  pending = pending.filter((p) => !timeline?.has(p.id));
+  const n = pending.length;
+  $('new-posts').hidden = n === 0;
+  $('new-posts').textContent = n === 1 ? '1 new post' : `${n} new posts`;
+}
+
+$('new-posts').addEventListener('click', () => {
+  for (const p of pending) timeline.place(p);
+  pending = [];
+  paintBanner();
+  scrollTo({ top: 0 });
+});
+
+async function discover(empty) {
+  $('discover').hidden = !empty;
+  if (!empty) return;
+  const who = $('who');
+  who.replaceChildren();
+  // The hot posts' authors are people worth following (compatible API:
+  // the native one has no global list yet).
+  const resp = await fetch('/blog/hot?current=1').then((r) => r.json()).catch(() => null);
+  const seen = new Set([me.id]);
+  for (const b of (resp && resp.data) || []) {
+    if (seen.has(b.userId)) continue;
+    seen.add(b.userId);
+    const li = document.createElement('li');
+    const a = document.createElement('a');
+    a.href = '#/users/' + b.userId;
+    const av = document.createElement('span');
+    av.className = 'avatar';
+    avatar(av, { id: b.userId, nick_name: b.name });
+    const name = document.createElement('span');
+    name.textContent = b.name || 'user ' + b.userId;
+    a.append(av, name);
+    li.append(a);
+    who.append(li);
+  }
+  if (!who.children.length) {
+    const li = document.createElement('li');
+    li.className = 'muted';
+    li.textContent = 'Nobody has posted yet. Be the first: write a post above.';
+    who.append(li);
+  }
+}
+
+$('goto').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const id = $('goto-id').value.trim();
+  if (/^\d+$/.test(id)) location.hash = '#/users/' + id;
+});
+
+// startStream opens the live stream; it resolves once the stream is
+// subscribed (at most 3 s: the timeline must not wait on a failing stream).
+function startStream() {
+  let ready;
+  const subscribed = new Promise((r) => { ready = r; setTimeout(r, 3000); });
+  live = openStream({
+    ready,
+    post(p) {
+      if (p.author.id === me.id && !timeline.has(p.id)) { timeline.place(p); return; }
+      if (!timeline.has(p.id) && !pending.some((q) => q.id === p.id)) pending.push(p);
+      paintBanner();
+    },
+    delete(id) {
+      pending = pending.filter((q) => q.id !== Number(id));
+      timeline.remove(id);
+      userList?.remove(id);
+      paintBanner();
+    },
+  });
+  return subscribed;
+}
+
+// ---- a user's page
+
+let userVisit = 0;
+async function userPage(id) {
+  const visit = ++userVisit;
+  show('user');
+  scrollTo({ top: 0 });
+  $('user-name').textContent = 'Loading…';
+  for (const k of ['user-intro', 'user-followers', 'user-following']) $(k).textContent = '';
+  say($('user-msg'), '');
+  $('user-actions').hidden = true;
+  userList?.stop();
+  userList = feedList($('user-posts'), $('user-state'),
+    (c) => api('GET', `/v1/users/${id}/posts?limit=20` + (c ? '&cursor=' + encodeURIComponent(c) : '')),
+    (empty) => { if (empty) $('user-state').textContent = 'No posts yet.'; });
+  userList.reset();
+  let u;
+  try {
+    u = await api('GET', `/v1/users/${id}`);
+    if (visit !== userVisit) return;
+  } catch (e) {
+    if (visit !== userVisit) return;
+    $('user-name').textContent = e.status === 404 ? 'No such user' : 'Could not load this user';
+    say($('user-msg'), e.message, 'error');
+    return;
+  }
+  avatar($('user-avatar'), u);
+  $('user-name').textContent = u.nick_name;
+  $('user-intro').textContent = u.introduce || (u.city ? u.city : '');
+  const counts = () => {
+    $('user-followers').textContent = `${u.follower_count} follower${u.follower_count === 1 ? '' : 's'}`;
+    $('user-following').textContent = `${u.following_count} following`;
+  };
+  counts();
+  if (u.id === me.id) return;
+  const [muted, blocked] = await Promise.all([inList('/v1/mutes', u.id), inList('/v1/blocks', u.id)]).catch(() => [false, false]);
+  if (visit !== userVisit) return; // the user went elsewhere meanwhile
+  const st = { follow: u.followed_by_me, mute: muted, block: blocked };
+  const label = { follow: ['Follow', 'Unfollow'], mute: ['Mute', 'Unmute'], block: ['Block', 'Unblock'] };
+  const path = { follow: '/v1/following/', mute: '/v1/mutes/', block: '/v1/blocks/' };
+  const paint = () => {
+    for (const k of Object.keys(st)) {
+      $(k).textContent = label[k][st[k] ? 1 : 0];
+      $(k).setAttribute('aria-pressed', String(st[k]));
+    }
+    $('follow').disabled = st.block;
+  };
+  paint();
+  $('user-actions').hidden = false; // only now: the buttons show this user's state
+  for (const k of Object.keys(st)) {
+    $(k).onclick = () => busy($(k), $('user-msg'), async () => {
+      await api(st[k] ? 'DELETE' : 'PUT', path[k] + u.id);
+      if (k === 'follow') u.follower_count += st.follow ? -1 : 1;
+      if (k === 'block' && !st.block && st.follow) { u.follower_count--; st.follow = false; }
+      st[k] = !st[k];
+      paint();
+      counts();
+      stale = true; // the home timeline changes with the graph
+    });
+  }
+}
+
+// inList reports whether id is on the caller's list at path (mutes, blocks).
+async function inList(path, id) {
+  let cursor = null;
+  for (let i = 0; i < 50; i++) {
+    const page = await api('GET', path + '?limit=200' + (cursor ? '&cursor=' + cursor : ''));
+    if (page.data.some((u) => u.id === id)) return true;
+    if (!(cursor = page.next_cursor)) return false;
+  }
+  return false;
+}
+
+// ---- start and route
+
+async function start() {
+  try {
+    me = await api('GET', '/v1/me');
+  } catch (e) {
+    if (e.status !== 401) say($('login-msg'), e.message, 'error');
+    loggedOut();
+    return;
+  }
+  $('me-link').href = '#/users/' + me.id;
+  $('me-link').textContent = me.nick_name;
+  timeline = feedList($('timeline'), $('timeline-state'),
+    (c) => api('GET', '/v1/timeline?limit=20' + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover, paintBanner);
+  route();
+  await startStream(); // then read: a post landing in between comes by the stream
+  timeline.reset();
+}
+
+function route() {
+  if (!me) return;
+  const m = location.hash.match(/^#\/users\/(\d+)$/);
+  if (m) { userPage(Number(m[1])); return; }
+  userList?.stop();
+  userList = null;
+  show('home');
+  if (stale) { stale = false; pending = []; paintBanner(); timeline.reset(); } // the fresh read has them all
+  scrollTo({ top: 0 });
+}
+
+addEventListener('hashchange', route);
+if (token.get()) start(); else show('login');
