@@ -157,8 +157,8 @@ if marked then
   if not body then
     -- The body was lost (its marker says it existed): so is the inbox.
     body = ''
-    if built then redis.call('ZREM', head, '-') end
-    built = false
+    redis.call('ZREM', head, '-', '=')
+    built, marked = false, false
   end
 end
 local nb = #body / W
@@ -231,6 +231,11 @@ return removed
 // Returns the number of entries removed by the cut to cap.
 var packedAddScript = goredis.NewScript(`
 local head, bkey, cap, headMax = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
+if redis.call('ZSCORE', head, '=') and redis.call('EXISTS', bkey) == 0 then
+  -- A lost body: the inbox is lost; what is added now (Restore's sentinel
+  -- included) starts it afresh.
+  redis.call('ZREM', head, '-', '=')
+end
 for i = 3, #ARGV, 1000 do
   redis.call('ZADD', head, unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end

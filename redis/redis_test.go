@@ -623,3 +623,48 @@ func BenchmarkPage(b *testing.B) {
 		})
 	}
 }
+
+// TestPackedBodyLost: a packed inbox whose body is lost (evicted) while its
+// head survives reads as lost, like a lost sorted set, and is rebuilt by
+// Restore; a head lost with its body surviving loses the body's entries too.
+func TestPackedBodyLost(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		ctx := t.Context()
+		rdb, prefix := open(t)
+		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutPacked})
+		const user = 42
+		var entries []feed.Entry
+		for i := int64(1); i <= 100; i++ {
+			entries = append(entries, feed.Entry{PostID: i, Score: s0 + i/3})
+		}
+		mustDo(t, ib.Restore(ctx, user, entries), "Restore")
+		if n := rdb.StrLen(ctx, redis.BodyKey(prefix, user)).Val(); n != 100*redis.PackedEntrySize {
+			t.Fatalf("body of %d bytes after a Restore of 100, want %d", n, 100*redis.PackedEntrySize)
+		}
+		wantEntries(t, "restored", pageAll(t, ib, user), inOrder(entries))
+		mustDo(t, rdb.Del(ctx, redis.BodyKey(prefix, user)).Err(), "DEL body")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after the body was lost: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Trim(ctx, user, 5), "Trim an inbox whose body was lost")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after Trim of a lost body: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Restore(ctx, user, entries[:50]), "Restore")
+		wantEntries(t, "rebuilt", pageAll(t, ib, user), inOrder(entries[:50]))
+
+		// The head lost, the body kept: the inbox is lost, and the rebuild
+		// does not bring the old body's entries back.
+		mustDo(t, rdb.Del(ctx, redis.InboxKey(prefix, user)).Err(), "DEL head")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after the head was lost: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Restore(ctx, user, entries[90:]), "Restore")
+		wantEntries(t, "rebuilt after losing the head", pageAll(t, ib, user), inOrder(entries[90:]))
+		n, err := ib.Len(ctx, user)
+		mustDo(t, err, "Len")
+		if n != 10 {
+			t.Fatalf("Len = %d, want 10", n)
+		}
+	})
+}
