@@ -510,6 +510,6 @@ func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n i
 
 // FollowersAfter implements feed.FollowStore.
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
-	return scanIDs(db.Pool.Query(ctx, `SELECT follower_id FROM follows WHERE followee_id = $1 AND follower_id > $2
-		ORDER BY follower_id LIMIT $3`, followeeID, after, limit))
+	return db.queryIDList(ctx, `SELECT follower_id AS id FROM follows WHERE followee_id = $1 AND follower_id > $2
+		ORDER BY follower_id LIMIT $3`, followeeID, after, limit)
 }

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 	type scheme struct {
 		name    string
 		deliver func(ib *Inbox, e feed.Entry, ids []int64) error
+		layout  Layout // "": LayoutSortedSet
 	}
 	rankTrim := func(p goredis.Pipeliner, key string) {
 		p.ZRemRangeByRank(ctx, key, 1, -(cap + 1)) // rank 0 is the sentinel
@@ -50,7 +52,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"zadd+rank-trim-always", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 				for _, u := range ids {
@@ -60,7 +62,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"zadd+rank-trim-id%16", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 				for _, u := range ids {
@@ -72,7 +74,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"zadd+exact-trim-id%16", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 				for _, u := range ids {
@@ -84,7 +86,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"zadd+zcard,trim-over-cap+64", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			cards := make([]*goredis.IntCmd, len(ids))
 			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -106,7 +108,7 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"lua-zadd-then-trim-over-cap+64", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			calls := make([]scriptCall, len(ids))
 			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -117,10 +119,13 @@ func BenchmarkCapSchemes(b *testing.B) {
 				return nil
 			})
 			return err
-		}},
+		}, ""},
 		{"Deliver:zadd+exact-trim-hash%16", func(ib *Inbox, e feed.Entry, ids []int64) error {
 			return ib.Deliver(ctx, e, ids)
-		}},
+		}, ""},
+		{"Deliver:packed", func(ib *Inbox, e feed.Entry, ids []int64) error {
+			return ib.Deliver(ctx, e, ids)
+		}, LayoutPacked},
 	}
 	for _, s := range []*goredis.Script{trimScript, addScript} {
 		if err := s.Load(ctx, rdb).Err(); err != nil {
@@ -133,11 +138,11 @@ func BenchmarkCapSchemes(b *testing.B) {
 	}
 	for si, s := range schemes {
 		b.Run(s.name, func(b *testing.B) {
-			ib := NewInbox(rdb, InboxOptions{Prefix: prefix + strconv.Itoa(si) + ":", Cap: cap})
+			ib := NewInbox(rdb, InboxOptions{Prefix: prefix + strconv.Itoa(si) + ":", Cap: cap, Layout: cmp.Or(s.layout, LayoutSortedSet)})
 			defer func() {
-				keys := make([]string, len(ids))
-				for i, u := range ids {
-					keys[i] = ib.key(u)
+				keys := make([]string, 0, 2*len(ids))
+				for _, u := range ids {
+					keys = append(keys, ib.key(u), BodyKey(ib.prefix, u))
 				}
 				for i := 0; i < len(keys); i += 100 {
 					rdb.Unlink(ctx, keys[i:min(i+100, len(keys))]...)
@@ -167,7 +172,11 @@ func BenchmarkCapSchemes(b *testing.B) {
 			b.ReportMetric((redisCPU(b, rdb)-cpu0)*1e6/float64(b.N*users), "redis-µs/delivery")
 			var biggest int64
 			for _, u := range ids[:100] {
-				biggest = max(biggest, rdb.ZCard(ctx, ib.key(u)).Val()-1)
+				n, err := ib.Len(ctx, u)
+				if err != nil {
+					b.Fatal(err)
+				}
+				biggest = max(biggest, int64(n))
 			}
 			b.ReportMetric(float64(biggest), "max-entries")
 		})

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,13 @@ type InboxOptions struct {
 	// plus those delivered since its last trim (see Deliver). 0 means
 	// feed.DefaultInboxCap.
 	Cap int
+	// Layout is how inboxes are kept: "" means LayoutSortedSet.
+	Layout Layout
+	// HeadMax is, for LayoutPacked, how many entries an inbox's head gathers
+	// before it is compacted into its body while the inbox is below its cap:
+	// 0 means 32; a negative value compacts at every amortised trim (tests
+	// use it to exercise the body).
+	HeadMax int
 }
 
 // Inbox is feed.Inbox on Redis: one sorted set per user, score = the post's
@@ -41,6 +49,9 @@ type Inbox struct {
 	prefix string
 	cap    int
 	keyOf  func(prefix string, id int64) string
+	layout Layout
+	// headMax is InboxOptions.HeadMax.
+	headMax int
 }
 
 var _ feed.Inbox = (*Inbox)(nil)
@@ -50,7 +61,7 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey}
+	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, layout: cmp.Or(opts.Layout, LayoutSortedSet), headMax: opts.HeadMax}
 }
 
 func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }
@@ -202,6 +213,9 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 	if len(userIDs) == 0 {
 		return nil
 	}
+	if ib.layout == LayoutPacked {
+		return ib.deliverPacked(ctx, e, userIDs)
+	}
 	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
 	var trims []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -238,6 +252,9 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 	if len(entries) == 0 {
 		return nil
 	}
+	if ib.layout == LayoutPacked {
+		return ib.addPacked(ctx, userID, false, entries)
+	}
 	args := make([]any, 0, 2+2*len(entries))
 	args = append(args, ib.cap, ib.cap)
 	for _, e := range entries {
@@ -250,6 +267,9 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
+	}
+	if ib.layout == LayoutPacked {
+		return ib.removePacked(ctx, e, userIDs)
 	}
 	m := member(e.PostID)
 	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -264,6 +284,9 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 // Trim implements feed.Inbox, exactly: the newest cap entries in feed order
 // stay, ties cut by numeric post id. The sentinel stays too.
 func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
+	if ib.layout == LayoutPacked {
+		return ib.trimPacked(ctx, userID, cap)
+	}
 	return trimScript.Run(ctx, ib.rdb, []string{ib.key(userID)}, max(cap, 0)).Err()
 }
 
@@ -273,6 +296,9 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 // Page no longer returns feed.ErrInboxLost for the inbox (until Redis loses
 // it again). Entries delivered while the rebuild was computed are kept.
 func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
+	if ib.layout == LayoutPacked {
+		return ib.addPacked(ctx, userID, true, entries)
+	}
 	args := make([]any, 0, 4+2*len(entries))
 	args = append(args, ib.cap, ib.cap, "-inf", sentinel)
 	for _, e := range entries {
@@ -292,6 +318,9 @@ func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	if offset < 0 || limit <= 0 {
 		return []feed.Entry{}, nil
+	}
+	if ib.layout == LayoutPacked {
+		return ib.pagePacked(ctx, userID, b, offset, limit)
 	}
 	n := offset + limit
 	res, err := pageScript.Run(ctx, ib.rdb, []string{ib.key(userID)}, b.Max, n, sentinel, beforeArg(b)).Slice()

@@ -28,6 +28,7 @@ var _ feed.Outbox = (*Outbox)(nil)
 
 // NewOutbox returns an Outbox on rdb, rebuilding lost outboxes from source.
 func NewOutbox(rdb goredis.UniversalClient, opts InboxOptions, source feed.Outbox) *Outbox {
+	opts.Layout = LayoutSortedSet // pages of many outboxes are read with pageScript
 	sets := NewInbox(rdb, opts)
 	sets.keyOf = OutboxKey
 	return &Outbox{sets: sets, Source: source}

@@ -6,7 +6,11 @@
 // Key layout (Prefix is the deployment's, or a test's, namespace):
 //
 //	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
-//	                              plus the sentinel member "-" at score -inf (see Inbox)
+//	                              plus the sentinel member "-" at score -inf (see Inbox);
+//	                              with LayoutPacked this is the head, and the member "="
+//	                              at -inf says the body below exists
+//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, 14 bytes an entry
+//	                              in feed order (see LayoutPacked, PackedEntrySize)
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd

@@ -113,11 +113,47 @@ func (ib rebuilding) Page(ctx context.Context, userID int64, max feed.Bound, off
 	return es, err
 }
 
+// layouts are the inbox layouts every Redis inbox test runs on: the plain
+// sorted set (the default), the packed one, and the packed one compacted at
+// every amortised trim (so that small inboxes have a body too).
+var layouts = []struct {
+	name string
+	opts redis.InboxOptions
+}{
+	{"SortedSet", redis.InboxOptions{}},
+	{"Packed", redis.InboxOptions{Layout: redis.LayoutPacked}},
+	{"PackedAlwaysCompact", redis.InboxOptions{Layout: redis.LayoutPacked, HeadMax: -1}},
+}
+
+// forEachLayout runs f as a subtest on each layout of layouts.
+func forEachLayout(t *testing.T, f func(t *testing.T, opts redis.InboxOptions)) {
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) { f(t, l.opts) })
+	}
+}
+
+// forEachServerLayout runs f as a subtest on each kind of deployment and
+// each layout.
+func forEachServerLayout(t *testing.T, f func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions)) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		forEachLayout(t, func(t *testing.T, opts redis.InboxOptions) { f(t, open, opts) })
+	})
+}
+
+// withPrefix is opts with a key prefix and a cap (0: the default).
+func withPrefix(opts redis.InboxOptions, prefix string, cap int) redis.InboxOptions {
+	opts.Prefix, opts.Cap = prefix, cap
+	return opts
+}
+
 func TestInbox(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
-		feedtest.TestInbox(t, func(t *testing.T) feed.Inbox {
-			rdb, prefix := open(t)
-			return rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})}
+		forEachLayout(t, func(t *testing.T, opts redis.InboxOptions) {
+			feedtest.TestInbox(t, func(t *testing.T) feed.Inbox {
+				rdb, prefix := open(t)
+				opts.Prefix = prefix
+				return rebuilding{redis.NewInbox(rdb, opts)}
+			})
 		})
 	})
 }
@@ -128,6 +164,11 @@ func TestInbox(t *testing.T) {
 // everything, so the cap is lifted: the cap is a deployment's choice, which
 // TestCap covers.
 func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) *feedtest.Backend {
+	return openBackendLayout(t, open, "")
+}
+
+// openBackendLayout is openBackend with inboxes of the given layout.
+func openBackendLayout(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), layout redis.Layout) *feedtest.Backend {
 	db, err := sqlite.Open(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatalf("open SQLite: %v", err)
@@ -145,7 +186,7 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 	return &feedtest.Backend{
 		Users: db, Posts: db, Follows: db, Social: db,
 		Auth:   redis.NewAuthStore(rdb, prefix),
-		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
+		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20, Layout: layout})},
 		Outbox: redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
 		Jobs: func() []feed.Job {
 			mu.Lock()
@@ -172,6 +213,20 @@ func TestHybrid(t *testing.T) {
 func TestFeed(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
 		feedtest.TestFeed(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
+	})
+}
+
+// TestPackedFeed and TestPackedHybrid run the feed and hybrid suites
+// (native cursor properties included) on packed inboxes.
+func TestPackedFeed(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestFeed(t, func(t *testing.T) *feedtest.Backend { return openBackendLayout(t, open, redis.LayoutPacked) })
+	})
+}
+
+func TestPackedHybrid(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestHybrid(t, func(t *testing.T) *feedtest.Backend { return openBackendLayout(t, open, redis.LayoutPacked) })
 	})
 }
 
@@ -214,6 +269,7 @@ func TestKeyLayout(t *testing.T) {
 		{redis.CodeKey("p:", "13800000001"), "p:code:{13800000001}"},
 		{redis.SessionKey("p:", "abc"), "p:session:{abc}"},
 		{redis.InboxKey("", 7), "feed:{7}"},
+		{redis.BodyKey("p:", 42), "p:feed:{42}:packed"},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %q, want %q", c.got, c.want)
@@ -222,10 +278,10 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestLostInbox(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, 0))
 		const user = 42
 		key := redis.InboxKey(prefix, user)
 		lost := func(what string) {
@@ -296,11 +352,11 @@ func TestLostInbox(t *testing.T) {
 }
 
 func TestRestoreCap(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
 		const cap = 5
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: cap})
+		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, cap))
 		var entries []feed.Entry
 		for _, id := range []int64{9, 10, 100, 11, 99, 1000, 8} { // one tie group
 			entries = append(entries, feed.Entry{PostID: id, Score: s0})
@@ -315,10 +371,10 @@ func TestRestoreCap(t *testing.T) {
 }
 
 func TestTieOrder(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, 0))
 		ids := []int64{9, 10, 100, 99999999999999999, 99999999999999998, 1 << 53, 1<<53 + 1, math.MaxInt64, 1, 2, 19, 91, 900, 8999}
 		var entries []feed.Entry
 		for _, id := range ids {
@@ -362,11 +418,11 @@ func TestTieOrder(t *testing.T) {
 // newest entries exactly, ties cut by numeric id (ids cross 10, 100, 1000,
 // where byte order and numeric order differ).
 func TestCap(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
 		const cap, posts, users, slack = 20, 3000, 40, 150
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: cap})
+		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, cap))
 		all := make([]int64, users)
 		for i := range all {
 			all[i] = int64(i + 1)
@@ -391,10 +447,8 @@ func TestCap(t *testing.T) {
 				continue
 			}
 			for _, u := range all {
-				n := int(rdb.ZCard(ctx, redis.InboxKey(prefix, u)).Val())
-				if u%2 == 1 { // built: the sentinel is a member
-					n--
-				}
+				n, err := ib.Len(ctx, u) // the sentinel not counted
+				mustDo(t, err, "Len")
 				largest = max(largest, n)
 				if n > cap+slack || n < min(cap, len(delivered[u])) {
 					t.Fatalf("after %d posts inbox %d holds %d entries; cap %d, %d delivered", id, u, n, cap, len(delivered[u]))
@@ -568,4 +622,49 @@ func BenchmarkPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestPackedBodyLost: a packed inbox whose body is lost (evicted) while its
+// head survives reads as lost, like a lost sorted set, and is rebuilt by
+// Restore; a head lost with its body surviving loses the body's entries too.
+func TestPackedBodyLost(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		ctx := t.Context()
+		rdb, prefix := open(t)
+		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutPacked})
+		const user = 42
+		var entries []feed.Entry
+		for i := int64(1); i <= 100; i++ {
+			entries = append(entries, feed.Entry{PostID: i, Score: s0 + i/3})
+		}
+		mustDo(t, ib.Restore(ctx, user, entries), "Restore")
+		if n := rdb.StrLen(ctx, redis.BodyKey(prefix, user)).Val(); n != 100*redis.PackedEntrySize {
+			t.Fatalf("body of %d bytes after a Restore of 100, want %d", n, 100*redis.PackedEntrySize)
+		}
+		wantEntries(t, "restored", pageAll(t, ib, user), inOrder(entries))
+		mustDo(t, rdb.Del(ctx, redis.BodyKey(prefix, user)).Err(), "DEL body")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after the body was lost: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Trim(ctx, user, 5), "Trim an inbox whose body was lost")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after Trim of a lost body: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Restore(ctx, user, entries[:50]), "Restore")
+		wantEntries(t, "rebuilt", pageAll(t, ib, user), inOrder(entries[:50]))
+
+		// The head lost, the body kept: the inbox is lost, and the rebuild
+		// does not bring the old body's entries back.
+		mustDo(t, rdb.Del(ctx, redis.InboxKey(prefix, user)).Err(), "DEL head")
+		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page after the head was lost: %v, want feed.ErrInboxLost", err)
+		}
+		mustDo(t, ib.Restore(ctx, user, entries[90:]), "Restore")
+		wantEntries(t, "rebuilt after losing the head", pageAll(t, ib, user), inOrder(entries[90:]))
+		n, err := ib.Len(ctx, user)
+		mustDo(t, err, "Len")
+		if n != 10 {
+			t.Fatalf("Len = %d, want 10", n)
+		}
+	})
 }

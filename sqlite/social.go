@@ -179,7 +179,7 @@ func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval t
 // ActiveFollowersAfter implements feed.SocialStore: FollowersAfter's scan of
 // follows_followee, each follower checked by primary key.
 func (db *DB) ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT f.follower_id FROM follows f JOIN users u ON u.id = f.follower_id
+	return db.queryIDList(ctx, `SELECT f.follower_id AS id FROM follows f JOIN users u ON u.id = f.follower_id
 		WHERE f.followee_id = ? AND f.follower_id > ? AND u.active_at >= ?
-		ORDER BY f.follower_id LIMIT ?`, followeeID, after, ms(since), limit))
+		ORDER BY f.follower_id LIMIT ?`, followeeID, after, ms(since), limit)
 }

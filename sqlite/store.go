@@ -483,6 +483,6 @@ func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n i
 
 // FollowersAfter implements feed.FollowStore.
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
-		ORDER BY follower_id LIMIT ?`, followeeID, after, limit))
+	return db.queryIDList(ctx, `SELECT follower_id AS id FROM follows WHERE followee_id = ? AND follower_id > ?
+		ORDER BY follower_id LIMIT ?`, followeeID, after, limit)
 }

@@ -242,7 +242,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
 		a.metrics.WatchRedis(rdb)
-		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}
+		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap, Layout: redis.Layout(c.inboxLayout)}
 		inbox = redis.NewInbox(rdb, opts)
 		outbox = redis.NewOutbox(rdb, opts, outbox)
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)

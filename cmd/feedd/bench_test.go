@@ -116,12 +116,21 @@ func TestBenchMemory(t *testing.T) {
 	r := startOwnRedis(t)
 	out := runBenchJSON(t, "memory", "--redis-url", r.url(), "--inboxes", "200", "--inbox-cap", "200")
 	def, _ := out["default"].(map[string]any)
-	rec, _ := out["recommended"].(map[string]any)
-	if def["encoding"] != "skiplist" || rec["encoding"] != "listpack" {
-		t.Errorf("encodings %v and %v, want skiplist and listpack", def["encoding"], rec["encoding"])
+	rec, _ := out["listpack"].(map[string]any)
+	fd, _ := out["feedd"].(map[string]any)
+	if def["encoding"] != "skiplist" || rec["encoding"] != "listpack" || fd["encoding"] != "packed+listpack" {
+		t.Errorf("encodings %v, %v and %v, want skiplist, listpack and packed+listpack", def["encoding"], rec["encoding"], fd["encoding"])
 	}
 	if d, r := def["bytes_per_entry"].(float64), rec["bytes_per_entry"].(float64); !(r > 0 && r < d) {
-		t.Errorf("bytes per entry: default %v, recommended %v", d, r)
+		t.Errorf("bytes per entry: default %v, listpack %v", d, r)
+	}
+	if d, f := def["bytes_per_entry"].(float64), fd["bytes_per_entry"].(float64); !(f > 0 && f < d) {
+		t.Errorf("bytes per entry: default %v, feedd %v", d, f)
+	}
+	for _, s := range []map[string]any{def, rec, fd} {
+		if v, _ := s["deliveries_per_s_at_cap"].(float64); v <= 0 {
+			t.Errorf("deliveries_per_s_at_cap %v", s["deliveries_per_s_at_cap"])
+		}
 	}
 	c := goredis.NewClient(&goredis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(r.url(), "redis://"), "/0")})
 	defer c.Close()

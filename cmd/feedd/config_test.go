@@ -97,6 +97,7 @@ func TestConfigBadFlags(t *testing.T) {
 		{"--page-size", strconv.Itoa(feed.MaxPageSize + 1)},
 		{"--nosuch"},
 		{"extra"},
+		{"--inbox-layout", "list"},
 	} {
 		if _, err := parseConfig("serve", args, env(), io.Discard); err == nil {
 			t.Errorf("%v: no error", args)
@@ -104,6 +105,11 @@ func TestConfigBadFlags(t *testing.T) {
 	}
 	if _, err := parseConfig("serve", []string{"--page-size", strconv.Itoa(feed.MaxPageSize)}, env(), io.Discard); err != nil {
 		t.Errorf("--page-size %d: %v", feed.MaxPageSize, err)
+	}
+	for _, l := range []string{"zset", "packed"} {
+		if c, err := parseConfig("serve", []string{"--inbox-layout", l}, env(), io.Discard); err != nil || c.inboxLayout != l {
+			t.Errorf("--inbox-layout %s: %v", l, err)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -37,8 +38,9 @@ func RecommendedListpackEntries(cap int) int {
 	return n
 }
 
-// MemorySetting is one encoding setting measured.
+// MemorySetting is one inbox layout and encoding setting measured.
 type MemorySetting struct {
+	Layout          string  `json:"layout"`
 	ListpackEntries int     `json:"zset_max_listpack_entries"`
 	ListpackValue   int     `json:"zset_max_listpack_value"`
 	Encoding        string  `json:"encoding"`
@@ -50,20 +52,29 @@ type MemorySetting struct {
 
 // MemoryResult is the result of Memory.
 type MemoryResult struct {
-	Inboxes     int           `json:"inboxes"`
-	Cap         int           `json:"cap"`
-	Default     MemorySetting `json:"default"`
-	Recommended MemorySetting `json:"recommended"`
+	Inboxes int `json:"inboxes"`
+	Cap     int `json:"cap"`
+	// Default is plain sorted sets (redis.LayoutSortedSet) under Redis's
+	// default encoding settings: skiplists at the cap.
+	Default MemorySetting `json:"default"`
+	// Listpack is plain sorted sets with zset-max-listpack-entries raised
+	// to RecommendedListpackEntries(cap): feedd's advice before the packed
+	// layout.
+	Listpack MemorySetting `json:"listpack"`
+	// Feedd is what feedd ships: redis.LayoutPacked, Redis's default
+	// settings.
+	Feedd MemorySetting `json:"feedd"`
 }
 
 // Text renders r for people.
 func (r *MemoryResult) Text() string {
 	line := func(name string, s MemorySetting) string {
-		return fmt.Sprintf("  %-11s zset-max-listpack-entries %-5d %-8s %6.1f entries/inbox  %6.1f B/entry (INFO)  %6.1f B/entry (MEMORY USAGE)  %8.0f deliveries/s at the cap\n",
-			name, s.ListpackEntries, s.Encoding, s.EntriesPerInbox, s.BytesPerEntry, s.KeyBytesPerEnt, s.AtCapPerS)
+		return fmt.Sprintf("  %-8s %-6s zset-max-listpack-entries %-5d %-15s %6.1f entries/inbox  %6.1f B/entry (INFO)  %6.1f B/entry (MEMORY USAGE)  %8.0f deliveries/s at the cap\n",
+			name, s.Layout, s.ListpackEntries, s.Encoding, s.EntriesPerInbox, s.BytesPerEntry, s.KeyBytesPerEnt, s.AtCapPerS)
 	}
 	return fmt.Sprintf("Redis memory per inbox entry, %d inboxes at the cap (%d)\n", r.Inboxes, r.Cap) +
-		line("default", r.Default) + line("recommended", r.Recommended)
+		line("default", r.Default) + line("listpack", r.Listpack) + line("feedd", r.Feedd) +
+		fmt.Sprintf("  feedd/default: %.2fx the deliveries/s, %.2fx the bytes/entry\n", r.Feedd.AtCapPerS/r.Default.AtCapPerS, r.Feedd.BytesPerEntry/r.Default.BytesPerEntry)
 }
 
 // Memory fills inboxes to the cap through feedd's own Redis inbox (Deliver,
@@ -89,10 +100,14 @@ func Memory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions) (*Memor
 	defer rdb.ConfigSet(context.WithoutCancel(ctx), "zset-max-listpack-value", origValue)
 
 	r := &MemoryResult{Inboxes: opt.Inboxes, Cap: opt.Cap}
-	for i, s := range []*MemorySetting{&r.Default, &r.Recommended} {
+	for i, s := range []*MemorySetting{&r.Default, &r.Listpack, &r.Feedd} {
 		s.ListpackEntries, s.ListpackValue = 128, 64 // Redis's defaults
-		if i == 1 {
+		s.Layout = string(redis.LayoutSortedSet)
+		switch i {
+		case 1:
 			s.ListpackEntries = RecommendedListpackEntries(opt.Cap)
+		case 2:
+			s.Layout = string(redis.LayoutPacked)
 		}
 		if err := measureMemory(ctx, rdb, opt, s, fmt.Sprintf("%smem%d:", opt.Prefix, i)); err != nil {
 			return nil, err
@@ -108,13 +123,14 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 	if err := rdb.ConfigSet(ctx, "zset-max-listpack-value", strconv.Itoa(s.ListpackValue)).Err(); err != nil {
 		return err
 	}
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: opt.Cap})
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: opt.Cap, Layout: redis.Layout(s.Layout)})
 	users := make([]int64, opt.Inboxes)
 	for i := range users {
 		users[i] = int64(1_000_001 + i)
 	}
 	key := func(u int64) string { return redis.InboxKey(prefix, u) }
 	defer deleteSync(context.WithoutCancel(ctx), rdb, users, key)
+	defer deleteSync(context.WithoutCancel(ctx), rdb, users, func(u int64) string { return redis.BodyKey(prefix, u) })
 
 	before, err := usedMemory(ctx, rdb)
 	if err != nil {
@@ -135,9 +151,9 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 			return err
 		})
 	}
-	name := "default"
+	name := s.Layout
 	if s.ListpackEntries != 128 {
-		name = "recommended"
+		name += ", listpack"
 	}
 	bar := newProgress(opt.Progress, "fill inboxes ("+name+")", fill)
 	err = deliver(0, fill, bar)
@@ -159,18 +175,13 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 	if err != nil {
 		return err
 	}
-	cmds, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for _, u := range users {
-			p.ZCard(ctx, key(u))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	var entries int64
-	for _, c := range cmds {
-		entries += c.(*goredis.IntCmd).Val()
+	for _, u := range users {
+		n, err := ib.Len(ctx, u)
+		if err != nil {
+			return err
+		}
+		entries += int64(n)
 	}
 	s.EntriesPerInbox = round(float64(entries)/float64(len(users)), 1)
 	s.BytesPerEntry = round(float64(after-before)/float64(entries), 1)
@@ -185,10 +196,24 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 			return err
 		}
 		keyBytes += n
-		keyEntries += rdb.ZCard(ctx, key(u)).Val()
+		if s.Layout == string(redis.LayoutPacked) {
+			b, err := rdb.MemoryUsage(ctx, redis.BodyKey(prefix, u), 0).Result()
+			if err != nil && !errors.Is(err, goredis.Nil) {
+				return err
+			}
+			keyBytes += b
+		}
+		held, err := ib.Len(ctx, u)
+		if err != nil {
+			return err
+		}
+		keyEntries += int64(held)
 		enc, err := rdb.ObjectEncoding(ctx, key(u)).Result()
 		if err != nil {
 			return err
+		}
+		if s.Layout == string(redis.LayoutPacked) {
+			enc = "packed+" + enc // the head's encoding
 		}
 		encodings[enc]++
 	}
