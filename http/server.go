@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,11 @@ type Server struct {
 	Log     *slog.Logger
 	// Health reports whether the server can serve (storage reachable).
 	Health func(ctx context.Context) error
+	// Ready are the checks of GET /readyz (a write to the database, Redis).
+	Ready []ReadyCheck
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (see clientAddr).
+	TrustedProxies []netip.Prefix
 	// Extra routes mounted beside the API (benchmarks mount theirs here).
 	Extra map[string]http.Handler
 }
@@ -68,6 +74,8 @@ var statusOf = map[string]int{
 	feed.EUNAUTHORIZED: http.StatusUnauthorized,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.ETOOMANY:      http.StatusOK,
+	feed.EUNAVAILABLE:  http.StatusOK,
 }
 
 // fail answers err in the envelope. Internal errors (and codes without an

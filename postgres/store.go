@@ -94,6 +94,13 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error {
 	// now - sent >= resendAfter, with sent in whole milliseconds, is
 	// sent <= ms(now - resendAfter).
+	// Sweep a few codes that can no longer matter (expired and past their
+	// resend window), skipping rows another request is sweeping.
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM login_codes WHERE phone IN
+		(SELECT phone FROM login_codes WHERE expires_at <= $1 AND sent_at <= $2 AND phone <> $3 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+		ms(now), ms(now.Add(-resendAfter)), phone); err != nil {
+		return err
+	}
 	tag, err := db.Pool.Exec(ctx, `INSERT INTO login_codes (phone, code_hash, sent_at, expires_at, tries) VALUES ($1, $2, $3, $4, 0)
 		ON CONFLICT (phone) DO UPDATE SET code_hash = excluded.code_hash, sent_at = excluded.sent_at, expires_at = excluded.expires_at, tries = 0
 		WHERE login_codes.sent_at <= $5`,
@@ -128,6 +135,11 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 		}
 		// A wrong try is counted (and committed) even though the login is refused.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
+		if tries+1 >= maxTries {
+			// Burned: deleted, so the phone may ask for a new code at once.
+			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = $1`, phone)
 		return err
 	})

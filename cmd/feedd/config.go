@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -36,6 +37,16 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+
+	// Abuse limits, code delivery and secrets (see abuse.go).
+	limits         feed.LoginLimits
+	trustedProxies string
+	proxies        []netip.Prefix // parsed from trustedProxies
+	codeSender     string
+	webhookURL     string
+	webhookSecret  string
+	secret         string
+	synchronous    string
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -87,6 +98,21 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	c.limits = feed.DefaultLoginLimits
+	limit := func(p *feed.Limit, name, env, usage string) {
+		fs.Var(p, name, help(usage+", written N/DURATION (0: off)", env))
+		fromEnv(name, env)
+	}
+	limit(&c.limits.CodePerClient, "code-limit-client", "FEED_CODE_LIMIT_CLIENT", "login codes one client address may ask for")
+	limit(&c.limits.CodeTotal, "code-limit-total", "FEED_CODE_LIMIT_TOTAL", "login codes sent in total")
+	limit(&c.limits.CodePerPhone, "code-limit-phone", "FEED_CODE_LIMIT_PHONE", "login codes sent to one phone (besides one a minute)")
+	limit(&c.limits.FailsPerClient, "login-fail-limit-client", "FEED_LOGIN_FAIL_LIMIT_CLIENT", "failed logins from one client address before its logins are refused")
+	str(&c.trustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (the last address not in them)")
+	str(&c.codeSender, "code-sender", "FEED_CODE_SENDER", "", "how login codes are sent: log or webhook (required with --database-url; default log on SQLite)")
+	str(&c.webhookURL, "code-webhook-url", "FEED_CODE_WEBHOOK_URL", "", "URL the webhook code sender POSTs {phone, code, expires_at} to")
+	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of the body)")
+	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data)")
+	str(&c.synchronous, "sqlite-synchronous", "FEED_SQLITE_SYNCHRONOUS", "FULL", "SQLite synchronous level: FULL (an acknowledged write survives power loss) or NORMAL (faster; may lose the last writes)")
 	return fs, errors.Join(errs...)
 }
 
@@ -148,6 +174,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	}
 	if err := c.parseRedisURL(); err != nil {
+		return nil, err
+	}
+	if err := c.checkAbuse(); err != nil {
 		return nil, err
 	}
 	if cmd == "worker" && c.workers == 0 {

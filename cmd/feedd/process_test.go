@@ -61,7 +61,7 @@ type proc struct {
 func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(feeddBinary(t), append(args, "--log-format", "json")...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), testServeEnv...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
