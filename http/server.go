@@ -3,6 +3,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,8 +97,21 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // decode reads one JSON value into v. The body is already size-limited.
+// Its text is checked first (see checkText): JSON decoding would replace
+// invalid UTF-8 and lone surrogates with U+FFFD.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		}
+		return err
+	}
+	if err := checkText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var tooLarge *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError

@@ -308,11 +308,7 @@ const toggleAttempts = 8
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		if err := likablePost(ctx, tx, postID, userID); err != nil {
 			return err
 		}
 		for range toggleAttempts {
@@ -351,14 +347,11 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // only the statement that changed the like row moves the count.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		if err := likablePost(ctx, tx, postID, userID); err != nil {
 			return err
 		}
 		var tag pgconn.CommandTag
+		var err error
 		delta := 1
 		if like {
 			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
@@ -517,4 +510,26 @@ func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n i
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
 	return scanIDs(db.Pool.Query(ctx, `SELECT follower_id FROM follows WHERE followee_id = $1 AND follower_id > $2
 		ORDER BY follower_id LIMIT $3`, followeeID, after, limit))
+}
+
+// likablePost locks post postID (FOR KEY SHARE) and its author's row (FOR
+// SHARE, which waits for a SetBlock of the author in flight: it holds the
+// row FOR NO KEY UPDATE), then refuses with "post not found" when there is
+// no such post or its author blocks userID. So a like never lands after
+// the block that removed the liker's likes.
+func likablePost(ctx context.Context, tx pgx.Tx, postID, userID int64) error {
+	var author int64
+	err := tx.QueryRow(ctx, `SELECT p.user_id FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = $1 FOR KEY SHARE OF p FOR SHARE OF u`, postID).Scan(&author)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return feed.ErrNotFound("post")
+	} else if err != nil {
+		return err
+	}
+	var blocked bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)`, author, userID).Scan(&blocked); err != nil {
+		return err
+	} else if blocked {
+		return feed.ErrNotFound("post")
+	}
+	return nil
 }

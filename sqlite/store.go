@@ -291,8 +291,10 @@ func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, er
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		// No such post, or its author blocks userID: the same refusal.
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
+			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
 			return err
 		} else if n == 0 {
 			return feed.ErrNotFound("post")
@@ -318,8 +320,10 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // decides whether the count moves, in the same transaction.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
+		// No such post, or its author blocks userID: the same refusal.
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
+			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
 			return err
 		} else if n == 0 {
 			return feed.ErrNotFound("post")
