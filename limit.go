@@ -13,10 +13,15 @@ import (
 // counters kept in a RateStore shared by every API process (Redis when
 // configured, else the database), so the limits hold across processes.
 //
-// Fixed windows, not sliding ones: one counter per key and window is one
-// atomic increment in every store (an upsert in SQL, INCRBY in Redis), with
-// no per-event rows to keep and trim. The price is that a client can get up
-// to twice a limit across a window boundary, which is acceptable for limits
+// Fixed windows, each anchored at its key's first event: a counter starts
+// at a key's first event and counts until Window has passed, then the next
+// event starts a new window. Not sliding windows: one counter per key is
+// one atomic upsert in every store (SQL) or one script on one key (Redis),
+// with no per-event rows to keep and trim. Anchoring at the first event
+// rather than at the epoch means a burst cannot straddle a boundary: of a
+// burst shorter than Window, at most N get through. The price of fixed
+// windows is that a client pacing itself can get up to 2N in a span of
+// Window across two consecutive windows, which is acceptable for limits
 // meant to stop floods, not to meter exactly.
 
 // Limit is at most N events per Window; N == 0 turns the limit off.
@@ -93,25 +98,17 @@ var DefaultLoginLimits = LoginLimits{
 	FailsPerClient: Limit{20, 10 * time.Minute},
 }
 
-// RateStore counts events in fixed windows.
+// RateStore counts events in fixed windows anchored at each key's first
+// event.
 type RateStore interface {
-	// Count adds add (0 or more) to the counter of key in the window of
-	// length window that holds now (windows start at multiples of window
-	// since the Unix epoch, by the caller's clock) and returns the count
-	// after the addition and the end of that window. Atomic under
-	// concurrent calls from any process; counters of past windows may be
+	// Count adds add (0 or more) to the counter of key and returns the
+	// count after the addition and the end of the counter's window. A key
+	// without a counter, or whose window ended at or before now, starts a
+	// window [now, now+window) with the count add (a peek, add 0, stores
+	// nothing and returns 0). Times are the caller's clock. Atomic under
+	// concurrent calls from any process; counters of ended windows may be
 	// dropped.
 	Count(ctx context.Context, key string, window time.Duration, now time.Time, add int) (count int, ends time.Time, err error)
-}
-
-// WindowEnd is the end of the fixed window of length window holding now:
-// the one definition every RateStore uses.
-func WindowEnd(now time.Time, window time.Duration) time.Time {
-	ms, w := now.UnixMilli(), window.Milliseconds()
-	if w <= 0 {
-		w = 1
-	}
-	return time.UnixMilli((ms/w + 1) * w)
 }
 
 type clientKey struct{}

@@ -10,7 +10,7 @@
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
-//	{Prefix}rate:{<key>}:<end ms>  string: an abuse-limit counter of one window; PEXPIRE'd
+//	{Prefix}rate:{<key>}          hash: n, ends (ms): an abuse-limit counter and its window; PEXPIRE'd
 //
 // The braces are Redis Cluster hash tags: every key names one entity, and
 // every script touches one key, so each runs on the node that owns the key.
@@ -18,7 +18,6 @@ package redis
 
 import (
 	"strconv"
-	"time"
 )
 
 // The key builders below are the only place the layout is spelled out:
@@ -46,7 +45,8 @@ func SessionKey(prefix, tokenHash string) string {
 	return prefix + "session:{" + tokenHash + "}"
 }
 
-// RateKey is the key of key's counter for the window ending at ends.
-func RateKey(prefix, key string, ends time.Time) string {
-	return prefix + "rate:{" + key + "}:" + strconv.FormatInt(ends.UnixMilli(), 10)
+// RateKey is the key of the abuse-limit counter of key (a hash) under
+// prefix.
+func RateKey(prefix, key string) string {
+	return prefix + "rate:{" + key + "}"
 }
