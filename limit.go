@@ -43,8 +43,6 @@ func (l Limit) String() string {
 
 func shortDuration(d time.Duration) string {
 	switch {
-	case d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
 	case d%time.Hour == 0:
 		return fmt.Sprintf("%dh", d/time.Hour)
 	case d%time.Minute == 0:
