@@ -44,6 +44,14 @@ func (s *server) from(ip string) *peer {
 	}}
 }
 
+// v1 is a native client from p's address, checked against the OpenAPI
+// document.
+func (p *peer) v1() *v1Client {
+	c := newV1Client(p.t, p.s)
+	c.hc = p.http
+	return c
+}
+
 // raw sends one request and returns the response (body read) and the body.
 func (p *peer) raw(method, path, auth string, body any) (*http.Response, []byte) {
 	p.t.Helper()
@@ -177,6 +185,7 @@ func TestCodeLimitPerClient(t *testing.T) {
 	}
 	resp, body := attacker.raw("POST", "/v1/auth/code", "", map[string]string{"phone": abusePhone(500)})
 	want429(t, resp, body, "/v1/auth/code over the limit")
+	attacker.v1().refused(429, "rate_limited", "POST", "/v1/auth/code", "", map[string]string{"phone": abusePhone(502)})
 	if tok := owner.login(abusePhone(501)); tok == "" {
 		t.Fatal("the owner's address got no token")
 	}
@@ -273,6 +282,7 @@ func TestLoginFailLimit(t *testing.T) {
 	wantWait(t, attacker.do("POST", "/user/login", "", map[string]string{"phone": target, "code": code}), "login with the right code from the limited address")
 	resp, body := attacker.raw("POST", "/v1/auth/login", "", map[string]string{"phone": target, "code": code})
 	want429(t, resp, body, "/v1/auth/login from the limited address")
+	attacker.v1().refused(429, "rate_limited", "POST", "/v1/auth/login", "", map[string]string{"phone": target, "code": code})
 	r := owner.do("POST", "/user/login", "", map[string]string{"phone": target, "code": code})
 	if !r.Success {
 		t.Fatalf("the other address with the same code: %s", r.Raw)
@@ -410,8 +420,9 @@ func TestWebhookSender(t *testing.T) {
 	if r.Success || r.ErrorMsg != "could not send the code, try again" {
 		t.Fatalf("failed delivery: %s", r.Raw)
 	}
+	p.v1().refused(503, "unavailable", "POST", "/v1/auth/code", "", map[string]string{"phone": abusePhone(3)})
 	mu.Lock()
-	lost := got[len(got)-1].Code
+	lost := got[len(got)-2].Code // the compatible request's
 	fail = false
 	mu.Unlock()
 	if r := p.do("POST", "/user/login", "", map[string]string{"phone": other, "code": lost}); r.Success {
