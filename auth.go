@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -47,7 +48,36 @@ type AuthStore interface {
 
 // CodeSender delivers login codes to a phone.
 type CodeSender interface {
-	SendCode(ctx context.Context, phone, code string) error
+	// SendCode delivers code, good until expires, to phone. An error means
+	// the code may not have reached the phone: the service then deletes it.
+	SendCode(ctx context.Context, phone, code string, expires time.Time) error
+}
+
+// codeRefusal is the one answer to a login with a wrong, expired, burned or
+// never requested code: telling them apart would tell an attacker that a
+// code is pending.
+const codeRefusal = "the code is wrong or has expired; ask for a new code"
+
+// codeHash is the stored form of a login code: HMAC-SHA256 keyed with
+// Service.Secret, a key that is not in the database, so a copy of the
+// database does not give the 10^6 possible codes away.
+func (s *Service) codeHash(phone, code string) string {
+	s.secretOnce.Do(func() {
+		s.key = s.Secret
+		if len(s.key) == 0 {
+			// No configured secret: a key of this process (codes live two
+			// minutes; several processes sharing codes must share a Secret).
+			s.key = make([]byte, 32)
+			if _, err := io.ReadFull(rand.Reader, s.key); err != nil {
+				panic(err)
+			}
+		}
+	})
+	m := hmac.New(sha256.New, s.key)
+	io.WriteString(m, phone)
+	m.Write([]byte{0})
+	io.WriteString(m, code)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 var phoneRE = regexp.MustCompile(`^1[3-9][0-9]{9}$`)
@@ -79,34 +109,80 @@ func (s *Service) randomString(n int, alphabet string) (string, error) {
 }
 
 // SendCode creates a 6-digit one-time code for phone and sends it.
-// EINVALID for a malformed phone, ECONFLICT if asked again within a minute.
+// EINVALID for a malformed phone, ECONFLICT if asked again within a minute,
+// ETOOMANY over a limit of s.Limits (per client address of ctx, see
+// WithClient; per phone; in total), EUNAVAILABLE when the sender failed
+// (the code is then deleted: the phone may ask again at once).
 func (s *Service) SendCode(ctx context.Context, phone string) error {
 	if !ValidPhone(phone) {
 		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
+	}
+	if c := Client(ctx); c != "" {
+		if err := s.hit(ctx, "code:client:"+c, s.Limits.CodePerClient, 1, "code requests from your address"); err != nil {
+			return err
+		}
+	}
+	// The phone's quota is checked here and spent only by a code actually
+	// saved: refused resends do not use it up.
+	phoneKey := "code:phone:" + phone
+	if err := s.hit(ctx, phoneKey, s.Limits.CodePerPhone, 0, "codes for this phone"); err != nil {
+		return err
+	}
+	if err := s.hit(ctx, "code:total", s.Limits.CodeTotal, 1, "code requests; the service is busy"); err != nil {
+		return err
 	}
 	code, err := s.randomString(6, "0123456789")
 	if err != nil {
 		return err
 	}
-	if err := s.Auth.SaveCode(ctx, phone, HashSecret(phone, code), s.now(), CodeTTL, CodeResendAfter); err != nil {
+	now := s.now()
+	hash := s.codeHash(phone, code)
+	if err := s.Auth.SaveCode(ctx, phone, hash, now, CodeTTL, CodeResendAfter); err != nil {
 		return err
 	}
-	if err := s.Codes.SendCode(ctx, phone, code); err != nil {
+	if err := s.hit(ctx, phoneKey, s.Limits.CodePerPhone, 1, "codes for this phone"); err != nil && ErrorCode(err) != ETOOMANY {
 		return err
+	}
+	if err := s.Codes.SendCode(ctx, phone, code, now.Add(CodeTTL)); err != nil {
+		s.log().Warn("send login code failed; code deleted", "error", err)
+		// Leave no usable code: consuming it with its own hash deletes it,
+		// and with it the resend rule, so the phone may ask again at once.
+		if cerr := s.Auth.ConsumeCode(context.WithoutCancel(ctx), phone, hash, now, CodeMaxTries); cerr != nil {
+			s.log().Error("delete unsent login code", "error", cerr)
+		}
+		return Errorf(EUNAVAILABLE, "could not send the code, try again")
 	}
 	s.observe().CodeSent()
 	return nil
 }
 
 // Login checks a code and returns a new session token, creating the user on
-// first login. EINVALID for a malformed phone or a wrong, expired or burned code.
+// first login. EINVALID for a malformed phone or a wrong, expired, burned or
+// missing code (one sentence for all). ETOOMANY when the client address of
+// ctx is over s.Limits.FailsPerClient: the code is then not looked at, so
+// such refusals do not count against the phone's code.
 func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
+	client := Client(ctx)
+	failKey := "login:fail:client:" + client
+	if client != "" {
+		if err := s.hit(ctx, failKey, s.Limits.FailsPerClient, 0, "failed logins from your address"); err != nil {
+			return "", err
+		}
+	}
 	now := s.now()
-	if err := s.Auth.ConsumeCode(ctx, phone, HashSecret(phone, code), now, CodeMaxTries); err != nil {
-		return "", err
+	if err := s.Auth.ConsumeCode(ctx, phone, s.codeHash(phone, code), now, CodeMaxTries); err != nil {
+		if ErrorCode(err) != EINVALID {
+			return "", err
+		}
+		if client != "" {
+			if herr := s.hit(ctx, failKey, s.Limits.FailsPerClient, 1, "failed logins from your address"); herr != nil && ErrorCode(herr) != ETOOMANY {
+				return "", herr
+			}
+		}
+		return "", Errorf(EINVALID, codeRefusal)
 	}
 	nick, err := s.randomString(10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 	if err != nil {

@@ -3,6 +3,7 @@ package feed
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Every error a service returns either carries one of these
@@ -15,13 +16,18 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
-	ETOOMANY      = "too_many_requests" // over a limit of open requests; retry later
+	// ETOOMANY: over an abuse limit; Error.RetryAfter says when to retry.
+	ETOOMANY = "rate_limited"
+	// EUNAVAILABLE: a dependency (the code sender) failed; try again.
+	EUNAVAILABLE = "unavailable"
 )
 
 // Error is a failure a client can act on: Message is shown to the client as is.
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter, for ETOOMANY, is how long to wait before trying again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -59,3 +65,12 @@ func ErrorMessage(err error) string {
 
 // ErrNotFound is a convenience for stores that found no row.
 func ErrNotFound(what string) *Error { return Errorf(ENOTFOUND, "%s not found", what) }
+
+// RetryAfter returns the wait of an ETOOMANY error in err's chain (0 if none).
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}

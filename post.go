@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -107,7 +108,64 @@ func (in PostInput) Validate() error {
 	case !utf8.ValidString(in.Title + in.Content + in.Images):
 		return Errorf(EINVALID, "text must be valid UTF-8")
 	}
+	if err := validTitle(in.Title); err != nil {
+		return err
+	}
+	if strings.ContainsRune(in.Content, 0) {
+		return Errorf(EINVALID, "content must not contain NUL characters")
+	}
+	return validImages(in.Images)
+}
+
+// MaxImageItems is how many images a post may have.
+const MaxImageItems = 9
+
+// validTitle refuses what could turn a title into markup or disguise it
+// when a client renders it: a "<" that could open an HTML tag (followed by
+// a letter, "/", "!" or "?"; "a < b" and "<3" pass), C0 control characters
+// other than newline and tab, and the bidirectional embedding, override and
+// isolate controls (U+202A-U+202E, U+2066-U+2069).
+func validTitle(t string) error {
+	for i, r := range t {
+		switch {
+		case r == '<' && i+1 < len(t) && opensTag(t[i+1]):
+			return Errorf(EINVALID, "title must not contain HTML tags (\"<\" followed by a letter, \"/\", \"!\" or \"?\")")
+		case (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f:
+			return Errorf(EINVALID, "title must not contain control characters")
+		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			return Errorf(EINVALID, "title must not contain bidirectional control characters")
+		}
+	}
 	return nil
+}
+
+func opensTag(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/' || c == '!' || c == '?'
+}
+
+// validImages checks the comma-separated image list: at most MaxImageItems
+// items, each a path starting with "/" or an http:// or https:// URL,
+// without quotes, angle brackets, backslashes or whitespace.
+func validImages(images string) error {
+	if images == "" {
+		return nil
+	}
+	items := strings.Split(images, ",")
+	if len(items) > MaxImageItems {
+		return Errorf(EINVALID, "images must have at most %d items", MaxImageItems)
+	}
+	for _, it := range items {
+		path := strings.HasPrefix(it, "/") && !strings.HasPrefix(it, "//")
+		url := strings.HasPrefix(it, "https://") || strings.HasPrefix(it, "http://")
+		if !path && !url || strings.ContainsFunc(it, badInURL) || url && len(strings.SplitN(it, "://", 2)[1]) == 0 {
+			return Errorf(EINVALID, "each image must be a /path or an http(s):// URL without quotes, angle brackets or spaces")
+		}
+	}
+	return nil
+}
+
+func badInURL(r rune) bool {
+	return r <= ' ' || r == 0x7f || r == '"' || r == '\'' || r == '`' || r == '<' || r == '>' || r == '\\' || unicode.IsSpace(r)
 }
 
 // Publish stores a post of userID and enqueues its fan-out in the same
@@ -133,11 +191,40 @@ func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, erro
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.Hydrate(ctx, viewerID, []*Post{p})
+	shown, err := s.notBlocked(ctx, viewerID, []*Post{p})
+	if err != nil {
+		return nil, err
+	} else if len(shown) == 0 {
+		return nil, ErrNotFound("post") // its author blocks the viewer
+	}
+	v, err := s.Hydrate(ctx, viewerID, shown)
 	if err != nil {
 		return nil, err
 	}
 	return &v[0], nil
+}
+
+// notBlocked drops the posts whose authors block viewerID: to a blocked
+// user they are as if they did not exist. One store call.
+func (s *Service) notBlocked(ctx context.Context, viewerID int64, posts []*Post) ([]*Post, error) {
+	if viewerID <= 0 || len(posts) == 0 {
+		return posts, nil
+	}
+	authors := make([]int64, 0, len(posts))
+	for _, p := range posts {
+		authors = append(authors, p.UserID)
+	}
+	blocked, err := s.Social.BlockedBy(ctx, viewerID, authors)
+	if err != nil || len(blocked) == 0 {
+		return posts, err
+	}
+	out := make([]*Post, 0, len(posts))
+	for _, p := range posts {
+		if !blocked[p.UserID] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // DeletePost deletes a post of userID. ENOTFOUND, EFORBIDDEN.
@@ -201,6 +288,9 @@ func (s *Service) PostsOfUser(ctx context.Context, viewerID, authorID int64, cur
 	if err != nil {
 		return nil, err
 	}
+	if posts, err = s.notBlocked(ctx, viewerID, posts); err != nil {
+		return nil, err
+	}
 	return s.Hydrate(ctx, viewerID, posts)
 }
 
@@ -248,6 +338,9 @@ func (s *Service) HotPosts(ctx context.Context, viewerID int64, current int) ([]
 	}
 	posts, err := s.Posts.HotPosts(ctx, off, ListPageSize)
 	if err != nil {
+		return nil, err
+	}
+	if posts, err = s.notBlocked(ctx, viewerID, posts); err != nil {
 		return nil, err
 	}
 	return s.Hydrate(ctx, viewerID, posts)

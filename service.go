@@ -31,6 +31,12 @@ type Service struct {
 	Inbox   Inbox
 	Outbox  Outbox
 	Codes   CodeSender
+	// Rates counts the abuse limits of Limits; nil: no limits (tests).
+	Rates  RateStore
+	Limits LoginLimits
+	// Secret keys the stored hashes of login codes. Processes sharing a
+	// database must share it; empty: a random key of this process.
+	Secret []byte
 	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
 	// their inbox is regenerated when they come back (0: nobody is skipped).
 	ActiveWindow time.Duration
@@ -47,6 +53,9 @@ type Service struct {
 	Observe  Observer // told of rebuilds, degraded reads, codes sent; nil: nobody
 
 	touched sync.Map // user id -> time.Time of this process's last Touch
+
+	secretOnce sync.Once
+	key        []byte // Secret, or the process's random key
 }
 
 func (s *Service) inboxCap() int {

@@ -52,7 +52,10 @@ type SocialStore interface {
 	// SetBlock makes userID block (or unblock) targetID. Blocking removes
 	// the follows in both directions (keeping counts in step, and enqueuing
 	// a FollowJob with Follow=false for each removed follow in the same
-	// transaction). Idempotent. ENOTFOUND if targetID does not exist.
+	// transaction) and targetID's likes of userID's posts (keeping like
+	// counts in step); afterwards PostStore.SetLike and ToggleLike refuse
+	// targetID's likes of userID's posts as "post not found". Idempotent.
+	// ENOTFOUND if targetID does not exist.
 	SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error
 	// Muted and Blocked list the ids userID mutes or blocks, after the given
 	// id (keyset, ascending), at most limit.
@@ -67,6 +70,9 @@ type SocialStore interface {
 	// viewerID's feed: the viewer and the users the viewer follows, less
 	// those the viewer mutes. One round trip.
 	Visible(ctx context.Context, viewerID int64, authorIDs []int64) (map[int64]bool, error)
+	// BlockedBy returns the authors among authorIDs who block viewerID:
+	// their posts are hidden from viewerID. One round trip.
+	BlockedBy(ctx context.Context, viewerID int64, authorIDs []int64) (map[int64]bool, error)
 	// PullFollowees returns the users viewerID follows whose mode is not
 	// PushMode: their outboxes are merged into viewerID's feed.
 	PullFollowees(ctx context.Context, viewerID int64) ([]int64, error)

@@ -28,7 +28,7 @@ func TestFeed(t *testing.T, open func(t *testing.T) *Backend) {
 
 type noCodes struct{}
 
-func (noCodes) SendCode(context.Context, string, string) error { return nil }
+func (noCodes) SendCode(context.Context, string, string, time.Time) error { return nil }
 
 func newService(b *Backend, clock *atomic.Int64) *feed.Service {
 	return &feed.Service{

@@ -258,25 +258,12 @@ func (s *Server) handleHot() http.Handler {
 
 func (s *Server) handleFollowFeed() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lastID, err := parseID("lastId", r.URL.Query().Get("lastId"))
+		cur, size, err := scrollQuery(r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		offset, err := queryInt(r, "offset", 0)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		size, err := queryInt(r, "size", 0)
-		if err == nil && r.URL.Query().Has("size") && size == 0 {
-			err = feed.Errorf(feed.EINVALID, "size must be an integer from 1 to %d", feed.MaxPageSize)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		page, err := s.Service.ScrollFeed(r.Context(), userID(r), feed.ScrollCursor{LastID: lastID, Offset: offset}, size)
+		page, err := s.Service.ScrollFeed(r.Context(), userID(r), cur, size)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -343,4 +330,27 @@ func (s *Server) handleCommonFollows() http.Handler {
 		}
 		s.ok(w, userDTOs(us))
 	})
+}
+
+// scrollQuery parses the query of /blog/of/follow: lastId (required),
+// offset and size (optional; size 0 is the default page size). The cursor's
+// ranges are checked by the service (feed.ScrollCursor.Validate,
+// feed.ValidPageSize).
+func scrollQuery(r *http.Request) (feed.ScrollCursor, int, error) {
+	lastID, err := parseID("lastId", r.URL.Query().Get("lastId"))
+	if err != nil {
+		return feed.ScrollCursor{}, 0, err
+	}
+	offset, err := queryInt(r, "offset", 0)
+	if err != nil {
+		return feed.ScrollCursor{}, 0, err
+	}
+	size, err := queryInt(r, "size", 0)
+	if err == nil && r.URL.Query().Has("size") && size == 0 {
+		err = feed.Errorf(feed.EINVALID, "size must be an integer from 1 to %d", feed.MaxPageSize)
+	}
+	if err != nil {
+		return feed.ScrollCursor{}, 0, err
+	}
+	return feed.ScrollCursor{LastID: lastID, Offset: offset}, size, nil
 }

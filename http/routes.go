@@ -13,6 +13,7 @@ func (s *Server) routes() http.Handler {
 	auth, opt := s.requireUser, s.optionalUser
 
 	mux.Handle("GET /healthz", s.handleHealthz())
+	mux.Handle("GET /readyz", s.handleReadyz())
 
 	// Compatible API (docs/API.md).
 	mux.Handle("POST /user/code", s.handleSendCode())
@@ -77,5 +78,5 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/", s.handleNotFound())
 	// limitBody answers an oversized body in the compatible envelope;
 	// v1LimitBody answers /v1 requests first, in the native format.
-	return s.v1LimitBody(s.limitBody(mux))
+	return s.harden(mux, s.v1LimitBody(s.limitBody(mux)), "/", "/v1/")
 }

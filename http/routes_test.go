@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -46,17 +47,16 @@ func TestNotFound(t *testing.T) {
 		{"GET", "/blog/of/follow/x", compatible},
 		{"GET", "/V1/me", compatible},
 		{"GET", "/v1x", compatible},
-		{"POST", "/healthz", compatible},      // known path, other method
-		{"DELETE", "/user/login", compatible}, // known path, other method
-		{"PATCH", "/blog/1", compatible},
+		{"GET", "/blog/../user/me", compatible}, // not canonical: no redirect
+		{"GET", "//user/me", compatible},
+		{"GET", "/user/./me", compatible},
+		{"GET", "/v1", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1"}}`},
+		{"GET", "/v1/posts/../me", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/posts/../me"}}`},
 		{"GET", "/v1/", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/"}}`},
 		{"GET", "/v1/nope", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/nope"}}`},
 		{"GET", "/v1/users/", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/users/"}}`},
 		{"GET", "/v1/posts/1/", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/posts/1/"}}`},
 		{"GET", "/v1/user/me", `{"error":{"code":"not_found","message":"no such endpoint: GET /v1/user/me"}}`},
-		{"POST", "/v1/me", `{"error":{"code":"not_found","message":"no such endpoint: POST /v1/me"}}`},
-		{"PATCH", "/v1/posts/1", `{"error":{"code":"not_found","message":"no such endpoint: PATCH /v1/posts/1"}}`},
-		{"POST", "/v1/openapi.json", `{"error":{"code":"not_found","message":"no such endpoint: POST /v1/openapi.json"}}`},
 	} {
 		s, log := testServer(t)
 		w := serve(s, tc.method, tc.path, "")
@@ -67,6 +67,80 @@ func TestNotFound(t *testing.T) {
 		checkJSONType(t, w)
 		if log.Len() != 0 {
 			t.Errorf("%s %s logged: %s", tc.method, tc.path, log)
+		}
+	}
+}
+
+// TestMethodNotAllowed: a known path asked with another method is 405 with
+// Allow, in the format of its API.
+func TestMethodNotAllowed(t *testing.T) {
+	for _, tc := range []struct{ method, path, allow, want string }{
+		{"POST", "/healthz", "GET, HEAD", `{"success":false,"errorMsg":"method POST is not allowed here; use GET or HEAD"}`},
+		{"PATCH", "/blog/1", "GET, HEAD, DELETE", `{"success":false,"errorMsg":"method PATCH is not allowed here; use GET or HEAD or DELETE"}`},
+		{"PUT", "/follow/or/not/1", "GET, HEAD", `{"success":false,"errorMsg":"method PUT is not allowed here; use GET or HEAD"}`},
+		{"POST", "/v1/me", "GET, HEAD", `{"error":{"code":"method_not_allowed","message":"method POST is not allowed here; use GET or HEAD"}}`},
+		{"PATCH", "/v1/posts/1", "GET, HEAD, DELETE", `{"error":{"code":"method_not_allowed","message":"method PATCH is not allowed here; use GET or HEAD or DELETE"}}`},
+		{"GET", "/v1/auth/code", "POST", `{"error":{"code":"method_not_allowed","message":"method GET is not allowed here; use POST"}}`},
+	} {
+		s, _ := testServer(t)
+		w := serve(s, tc.method, tc.path, "")
+		if w.Code != http.StatusMethodNotAllowed || w.Body.String() != tc.want+"\n" || w.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s = %d Allow %q %s, want 405 Allow %q %s", tc.method, tc.path, w.Code, w.Header().Get("Allow"), w.Body.String(), tc.allow, tc.want)
+		}
+		checkJSONType(t, w)
+	}
+}
+
+// TestHardenHeaders: nosniff on every answer; no-store on answers to
+// authenticated requests and logins (the end-to-end tests cover answers
+// of a real service).
+func TestHardenHeaders(t *testing.T) {
+	s, _ := testServer(t)
+	for _, tc := range []struct {
+		method, path string
+		header       []string
+		noStore      bool
+	}{
+		{"GET", "/nope", nil, false},
+		{"GET", "/healthz", nil, false},
+		{"GET", "/blog/../x", nil, false},
+		{"POST", "/user/login", nil, true},
+		{"POST", "/v1/auth/login", nil, true},
+		{"GET", "/v1/nope", []string{"Authorization", "Bearer x"}, true},
+		{"GET", "/nope", []string{"Authorization", "x"}, true},
+	} {
+		w := serve(s, tc.method, tc.path, "", tc.header...)
+		if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options = %q", tc.method, tc.path, got)
+		}
+		if got := w.Header().Get("Cache-Control") == "no-store"; got != tc.noStore {
+			t.Errorf("%s %s: Cache-Control = %q, want no-store %v", tc.method, tc.path, w.Header().Get("Cache-Control"), tc.noStore)
+		}
+	}
+}
+
+// TestClientAddr: the peer, unless it is a trusted proxy; then the last
+// untrusted X-Forwarded-For hop.
+func TestClientAddr(t *testing.T) {
+	s := &Server{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}}
+	for _, tc := range []struct{ peer, xff, want string }{
+		{"192.0.2.1:5000", "", "192.0.2.1"},
+		{"192.0.2.1:5000", "198.51.100.7", "192.0.2.1"}, // untrusted peer: header ignored
+		{"10.1.2.3:5000", "198.51.100.7", "198.51.100.7"},
+		{"10.1.2.3:5000", "6.6.6.6, 198.51.100.7, 10.9.9.9", "198.51.100.7"}, // spoofed first hop ignored
+		{"127.0.0.1:5000", "10.0.0.1", "10.0.0.1"},                           // all trusted: the farthest
+		{"10.1.2.3:5000", "junk, 198.51.100.7", "198.51.100.7"},
+		{"10.1.2.3:5000", "198.51.100.7, junk", "10.1.2.3"},
+		{"[2001:db8:1:2:3:4:5:6]:5000", "", "2001:db8:1:2::/64"},
+		{"[::ffff:192.0.2.9]:5000", "", "192.0.2.9"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.peer
+		if tc.xff != "" {
+			r.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		if got := s.clientAddr(r); got != tc.want {
+			t.Errorf("peer %s X-Forwarded-For %q: client %q, want %q", tc.peer, tc.xff, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -27,6 +29,11 @@ type Server struct {
 	Health func(ctx context.Context) error
 	// Streams serves GET /v1/timeline/stream (nil: not enabled).
 	Streams *Streams
+	// Ready are the checks of GET /readyz (a write to the database, Redis).
+	Ready []ReadyCheck
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (see clientAddr).
+	TrustedProxies []netip.Prefix
 	// Extra routes mounted beside the API (benchmarks mount theirs here).
 	Extra map[string]http.Handler
 	// Observe is told of every request (metrics); nil: nobody is.
@@ -73,8 +80,9 @@ var statusOf = map[string]int{
 	feed.ECONFLICT:     http.StatusOK,
 	feed.EUNAUTHORIZED: http.StatusUnauthorized,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	feed.ETOOMANY:      http.StatusTooManyRequests,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.ETOOMANY:      http.StatusOK,
+	feed.EUNAVAILABLE:  http.StatusOK,
 }
 
 // fail answers err in the envelope. Internal errors (and codes without an
@@ -96,8 +104,21 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // decode reads one JSON value into v. The body is already size-limited.
+// Its text is checked first (see checkText): JSON decoding would replace
+// invalid UTF-8 and lone surrogates with U+FFFD.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		}
+		return err
+	}
+	if err := checkText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var tooLarge *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError

@@ -131,8 +131,7 @@ func (s *Server) v1TimelineStream() http.Handler {
 		}
 		uid := userID(r)
 		if !st.acquire(uid) {
-			w.Header().Set("Retry-After", "5")
-			s.v1Fail(w, r, feed.Errorf(feed.ETOOMANY, "too many open streams (at most %d per user)", cmp.Or(st.PerUser, DefaultStreamsPerUser)))
+			s.v1Fail(w, r, feed.TooMany(5*time.Second, fmt.Sprintf("open streams (at most %d per user)", cmp.Or(st.PerUser, DefaultStreamsPerUser))))
 			return
 		}
 		// The stream outlives the handler when the connection is hijacked:

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	feed "github.com/feedd/feedd"
 )
@@ -33,8 +34,9 @@ var v1Status = map[string]int{
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	feed.ETOOMANY:      http.StatusTooManyRequests,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.ETOOMANY:      http.StatusTooManyRequests,
+	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }
 
 // v1Error is the body of every native error response.
@@ -69,6 +71,9 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == feed.EINTERNAL {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		body.Error.Message = "internal error"
+	}
+	if d := feed.RetryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 	}
 	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)

@@ -94,6 +94,13 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error {
 	// now - sent >= resendAfter, with sent in whole milliseconds, is
 	// sent <= ms(now - resendAfter).
+	// Sweep a few codes that can no longer matter (expired and past their
+	// resend window), skipping rows another request is sweeping.
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM login_codes WHERE phone IN
+		(SELECT phone FROM login_codes WHERE expires_at <= $1 AND sent_at <= $2 AND phone <> $3 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+		ms(now), ms(now.Add(-resendAfter)), phone); err != nil {
+		return err
+	}
 	tag, err := db.Pool.Exec(ctx, `INSERT INTO login_codes (phone, code_hash, sent_at, expires_at, tries) VALUES ($1, $2, $3, $4, 0)
 		ON CONFLICT (phone) DO UPDATE SET code_hash = excluded.code_hash, sent_at = excluded.sent_at, expires_at = excluded.expires_at, tries = 0
 		WHERE login_codes.sent_at <= $5`,
@@ -128,6 +135,11 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 		}
 		// A wrong try is counted (and committed) even though the login is refused.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
+		if tries+1 >= maxTries {
+			// Burned: deleted, so the phone may ask for a new code at once.
+			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = $1`, phone)
 		return err
 	})
@@ -303,11 +315,7 @@ const toggleAttempts = 8
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		if err := likablePost(ctx, tx, postID, userID); err != nil {
 			return err
 		}
 		for range toggleAttempts {
@@ -346,14 +354,11 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // only the statement that changed the like row moves the count.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM posts WHERE id = $1 FOR KEY SHARE`, postID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		if err := likablePost(ctx, tx, postID, userID); err != nil {
 			return err
 		}
 		var tag pgconn.CommandTag
+		var err error
 		delta := 1
 		if like {
 			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
@@ -512,4 +517,26 @@ func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n i
 func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit int) ([]int64, error) {
 	return db.queryIDList(ctx, `SELECT follower_id AS id FROM follows WHERE followee_id = $1 AND follower_id > $2
 		ORDER BY follower_id LIMIT $3`, followeeID, after, limit)
+}
+
+// likablePost locks post postID (FOR KEY SHARE) and its author's row (FOR
+// SHARE, which waits for a SetBlock of the author in flight: it holds the
+// row FOR NO KEY UPDATE), then refuses with "post not found" when there is
+// no such post or its author blocks userID. So a like never lands after
+// the block that removed the liker's likes.
+func likablePost(ctx context.Context, tx pgx.Tx, postID, userID int64) error {
+	var author int64
+	err := tx.QueryRow(ctx, `SELECT p.user_id FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = $1 FOR KEY SHARE OF p FOR SHARE OF u`, postID).Scan(&author)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return feed.ErrNotFound("post")
+	} else if err != nil {
+		return err
+	}
+	var blocked bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)`, author, userID).Scan(&blocked); err != nil {
+		return err
+	} else if blocked {
+		return feed.ErrNotFound("post")
+	}
+	return nil
 }

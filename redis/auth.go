@@ -77,7 +77,7 @@ return 1
 //
 // Returns 1 when it matched (the code is deleted); 0 when there is no live
 // code (none, expired by now, or burned by maxTries wrong tries); 2 when it
-// is wrong (the try is counted).
+// is wrong (the try is counted; the maxTries-th deletes the code).
 var consumeCodeScript = goredis.NewScript(`
 local c = redis.call('HMGET', KEYS[1], 'hash', 'expires', 'tries')
 if not c[1] or tonumber(ARGV[2]) >= tonumber(c[2]) or tonumber(c[3]) >= tonumber(ARGV[3]) then
@@ -87,7 +87,11 @@ if c[1] == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('HINCRBY', KEYS[1], 'tries', 1)
+if tonumber(c[3]) + 1 >= tonumber(ARGV[3]) then
+  redis.call('DEL', KEYS[1]) -- burned: the phone may ask again at once
+else
+  redis.call('HINCRBY', KEYS[1], 'tries', 1)
+end
 return 2
 `)
 

@@ -14,6 +14,7 @@
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
+//	{Prefix}rate:{<key>}          hash: n, ends (ms): an abuse-limit counter and its window; PEXPIRE'd
 //
 // The braces are Redis Cluster hash tags: every key names one entity, and
 // every script touches one key, so each runs on the node that owns the key.
@@ -46,4 +47,10 @@ func CodeKey(prefix, phone string) string {
 // hash) under prefix.
 func SessionKey(prefix, tokenHash string) string {
 	return prefix + "session:{" + tokenHash + "}"
+}
+
+// RateKey is the key of the abuse-limit counter of key (a hash) under
+// prefix.
+func RateKey(prefix, key string) string {
+	return prefix + "rate:{" + key + "}"
 }

@@ -44,11 +44,24 @@ type DB struct {
 	views viewStmt // see FeedViews
 }
 
-func dsn(path string, readOnly bool) string {
+// Options tune an opened database.
+type Options struct {
+	// Synchronous is SQLite's synchronous level: "FULL" (the default: a
+	// committed transaction survives a power loss, as WAL mode syncs the
+	// log at every commit) or "NORMAL" (faster: the last commits before a
+	// power loss may be lost, though the database stays consistent).
+	Synchronous string
+}
+
+func dsn(path string, readOnly bool, o Options) string {
+	sync := "FULL"
+	if o.Synchronous == "NORMAL" {
+		sync = "NORMAL"
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
@@ -59,17 +72,53 @@ func dsn(path string, readOnly bool) string {
 }
 
 // Open opens (creating if needed) the database file feedd.db in dir and
-// applies the migrations.
+// applies the migrations, with the default Options.
 func Open(ctx context.Context, dir string) (*DB, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return OpenOptions(ctx, dir, Options{})
+}
+
+// OpenOptions is Open with options. The directory is made private (0700)
+// and the database's files (feedd.db, -wal, -shm) are 0600 whatever the
+// umask: they hold phone numbers and sessions.
+func OpenOptions(ctx context.Context, dir string, o Options) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	return OpenFile(ctx, filepath.Join(dir, "feedd.db"))
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("make data directory private: %w", err)
+	}
+	path := filepath.Join(dir, "feedd.db")
+	// SQLite gives the -wal and -shm files the mode of the database file,
+	// so creating that one 0600 first covers all three.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create database file: %w", err)
+	}
+	err = f.Chmod(0o600)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("make database file private: %w", err)
+	}
+	db, err := openFile(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(side); err == nil && fi.Mode().Perm() != 0o600 {
+			if err := os.Chmod(side, 0o600); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("make %s private: %w", side, err)
+			}
+		}
+	}
+	return db, nil
 }
 
 // OpenFile opens the database at path and applies the migrations.
-func OpenFile(ctx context.Context, path string) (*DB, error) {
-	w, err := sql.Open("sqlite", dsn(path, false))
+func OpenFile(ctx context.Context, path string) (*DB, error) { return openFile(ctx, path, Options{}) }
+
+func openFile(ctx context.Context, path string, o Options) (*DB, error) {
+	w, err := sql.Open("sqlite", dsn(path, false, o))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +130,7 @@ func OpenFile(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn(path, true))
+	r, err := sql.Open("sqlite", dsn(path, true, o))
 	if err != nil {
 		w.Close()
 		return nil, err

@@ -48,6 +48,13 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		if _, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
 			return err
 		}
+		// The blocked user's likes of the blocker's posts go, counts in step.
+		if _, err := tx.ExecContext(ctx, `UPDATE posts SET liked = liked - 1 WHERE user_id = ? AND id IN (SELECT post_id FROM likes WHERE user_id = ?)`, userID, targetID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM likes WHERE user_id = ? AND post_id IN (SELECT id FROM posts WHERE user_id = ?)`, targetID, userID); err != nil {
+			return err
+		}
 		var jobs []feed.Job
 		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
 			res, err := tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, f[0], f[1])

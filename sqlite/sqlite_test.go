@@ -149,8 +149,9 @@ func TestMigrateSocial(t *testing.T) {
 		t.Fatalf("Following(1) after the migration = %v, %v", ids, err)
 	}
 	var n int
-	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("feedd_migrations has %d rows (%v), want 2", n, err)
+	files, _ := filepath.Glob("migrations/*.sql")
+	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil || n != len(files) {
+		t.Fatalf("feedd_migrations has %d rows (%v), want %d (every migration once)", n, err, len(files))
 	}
 }
 

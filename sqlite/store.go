@@ -94,6 +94,12 @@ func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Tim
 		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
+		// Sweep a few codes that can no longer matter (expired and past
+		// their resend window), so a flood of requests does not pile rows up.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone IN (SELECT phone FROM login_codes WHERE expires_at <= ? AND sent_at <= ? LIMIT 100)`,
+			ms(now), ms(now.Add(-resendAfter))); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO login_codes (phone, code_hash, sent_at, expires_at, tries) VALUES (?, ?, ?, ?, 0)
 			ON CONFLICT (phone) DO UPDATE SET code_hash = excluded.code_hash, sent_at = excluded.sent_at, expires_at = excluded.expires_at, tries = 0`,
 			phone, codeHash, ms(now), ms(now.Add(ttl)))
@@ -121,6 +127,11 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 		}
 		// A wrong try is counted (and committed) even though the login is refused.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
+		if tries+1 >= maxTries {
+			// Burned: deleted, so the phone may ask for a new code at once.
+			_, err = tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone = ?`, phone)
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = ?`, phone)
 		return err
 	})
@@ -287,8 +298,10 @@ func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, er
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		// No such post, or its author blocks userID: the same refusal.
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
+			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
 			return err
 		} else if n == 0 {
 			return feed.ErrNotFound("post")
@@ -314,8 +327,10 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // decides whether the count moves, in the same transaction.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
+		// No such post, or its author blocks userID: the same refusal.
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts WHERE id = ?`, postID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
+			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
 			return err
 		} else if n == 0 {
 			return feed.ErrNotFound("post")

@@ -25,15 +25,6 @@ import (
 	"github.com/feedd/feedd/sqlite"
 )
 
-// logSender is the default feed.CodeSender: it writes the code to the log,
-// for local development and scripts reading --log-format json output.
-type logSender struct{ log *slog.Logger }
-
-func (s logSender) SendCode(ctx context.Context, phone, code string) error {
-	s.log.Info("login code", "phone", phone, "code", code)
-	return nil
-}
-
 func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
@@ -60,6 +51,7 @@ type app struct {
 	service *feed.Service
 	events  feed.EventService // live timeline events
 	health  func(context.Context) error
+	ready   []feedhttp.ReadyCheck       // GET /readyz: a write to the database, Redis answering
 	start   func(context.Context) error // starts the workers
 	stop    func(context.Context) error // stops the workers
 	closers []func() error
@@ -127,7 +119,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Observe: a.metrics, Streams: streams}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -181,6 +173,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log}
 
 	var st stores
+	var rates feed.RateStore // the abuse limits' counters
 	var inbox feed.Inbox
 	var outbox feed.Outbox // the posts index in SQL
 	// newQueue makes the database's job queue, once the workers' Deps are known.
@@ -191,13 +184,14 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("open PostgreSQL: %w", err)
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
-		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
+		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}, db
 		a.health = db.Pool.Ping
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
 		pgEvents := postgres.NewEvents(db, log) // LISTEN/NOTIFY, unless Redis is configured
 		a.events = pgEvents
 		a.closers = append(a.closers, pgEvents.Close)
+		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 			if err != nil {
@@ -209,7 +203,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil
 		}
 	} else {
-		db, err := sqlite.Open(ctx, c.dataDir)
+		db, err := sqlite.OpenOptions(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous})
 		if err != nil {
 			return nil, err
 		}
@@ -218,8 +212,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
+		st, inbox, outbox, rates = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}, db
 		a.health = db.Read.PingContext
+		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		qcfg.PollInterval = c.pollInterval
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsSQL(ctx, db.Read) }
 		newQueue = func(deps *fanout.Deps) error {
@@ -251,6 +246,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		events := redis.NewEvents(rdb, c.redisPrefix, log) // Pub/Sub between workers and API processes
 		a.events = events
 		a.closers = append(a.closers, events.Close)
+		rr := redis.NewRateStore(rdb, c.redisPrefix)
+		rr.Durable = rates // the limits hold through a Redis loss
+		rates = rr
+		a.ready = append(a.ready, feedhttp.ReadyCheck{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -278,10 +277,14 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}
+	secret, err := loadSecret(c)
+	if err != nil {
+		return nil, err
+	}
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
-		ActiveWindow: active, PullThreshold: c.pullAt, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
-		Observe: a.metrics,
+		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
 	}
 	return a, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -47,6 +48,16 @@ type config struct {
 	streamMax    int
 	seed         seed.Options // feedd seed's --users, --follows, --posts
 	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
+
+	// Abuse limits, code delivery and secrets (see abuse.go).
+	limits         feed.LoginLimits
+	trustedProxies string
+	proxies        []netip.Prefix // parsed from trustedProxies
+	codeSender     string
+	webhookURL     string
+	webhookSecret  string
+	secret         string
+	synchronous    string
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -108,6 +119,21 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
 	num(&c.streamMax, "stream-limit", "FEED_STREAM_LIMIT", feedhttp.DefaultStreams, "open live timeline streams this process holds")
+	c.limits = feed.DefaultLoginLimits
+	limit := func(p *feed.Limit, name, env, usage string) {
+		fs.Var(p, name, help(usage+", written N/DURATION (0: off)", env))
+		fromEnv(name, env)
+	}
+	limit(&c.limits.CodePerClient, "code-limit-client", "FEED_CODE_LIMIT_CLIENT", "login codes one client address may ask for")
+	limit(&c.limits.CodeTotal, "code-limit-total", "FEED_CODE_LIMIT_TOTAL", "login codes sent in total")
+	limit(&c.limits.CodePerPhone, "code-limit-phone", "FEED_CODE_LIMIT_PHONE", "login codes sent to one phone (besides one a minute)")
+	limit(&c.limits.FailsPerClient, "login-fail-limit-client", "FEED_LOGIN_FAIL_LIMIT_CLIENT", "failed logins from one client address before its logins are refused")
+	str(&c.trustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (the last address not in them)")
+	str(&c.codeSender, "code-sender", "FEED_CODE_SENDER", "", "how login codes are sent: log or webhook (required with --database-url; default log on SQLite)")
+	str(&c.webhookURL, "code-webhook-url", "FEED_CODE_WEBHOOK_URL", "", "URL the webhook code sender POSTs {phone, code, expires_at} to")
+	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of the body)")
+	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data)")
+	str(&c.synchronous, "sqlite-synchronous", "FEED_SQLITE_SYNCHRONOUS", "FULL", "SQLite synchronous level: FULL (an acknowledged write survives power loss) or NORMAL (faster; may lose the last writes)")
 	return fs, errors.Join(errs...)
 }
 
@@ -188,6 +214,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		if err := c.seed.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.checkAbuse(); err != nil {
+		return nil, err
 	}
 	if cmd == "worker" && c.workers == 0 {
 		return nil, fmt.Errorf("feedd worker needs --workers of at least 1")

@@ -96,6 +96,21 @@ func (b *logBuffer) wait(t testing.TB, msg string, attrs map[string]string) map[
 	return nil
 }
 
+// testServeFlags come first in every test server's flags (later flags
+// override them): the abuse limits are off, since tests log in many users
+// from one address (abuse_test.go turns them on), and the code sender and
+// secret that --database-url requires are given.
+var testServeFlags = []string{
+	"--code-limit-client", "0", "--code-limit-total", "0", "--code-limit-phone", "0", "--login-fail-limit-client", "0",
+	"--code-sender", "log", "--secret", "test-secret-of-feedd",
+}
+
+// testServeEnv is testServeFlags for processes started by startProc.
+var testServeEnv = []string{
+	"FEED_CODE_LIMIT_CLIENT=0", "FEED_CODE_LIMIT_TOTAL=0", "FEED_CODE_LIMIT_PHONE=0", "FEED_LOGIN_FAIL_LIMIT_CLIENT=0",
+	"FEED_CODE_SENDER=log", "FEED_SECRET=test-secret-of-feedd",
+}
+
 // server is a feedd started in-process through run, as main starts it.
 type server struct {
 	t     testing.TB
@@ -112,7 +127,7 @@ func startServer(t testing.TB, args ...string) *server {
 	logs := newLogBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-format", "json", "--poll-interval", "20ms"}, args...)
+	args = append(append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-format", "json", "--poll-interval", "20ms"}, testServeFlags...), args...)
 	go func() { done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs) }()
 	var addr string
 	deadline := time.Now().Add(30 * time.Second)

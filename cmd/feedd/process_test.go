@@ -69,7 +69,7 @@ func startProc(t testing.TB, env []string, args ...string) *proc {
 		args = append(args, "--admin-addr", "127.0.0.1:0")
 	}
 	cmd := exec.Command(feeddBinary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), testServeEnv...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -270,7 +270,7 @@ func v1StreamRefusals(t *testing.T, c *v1Client, token string) {
 	for range 5 {
 		open = append(open, c.openStream(token, "", "127.0.0.4"))
 	}
-	c.refused(429, "too_many_requests", "GET", "/v1/timeline/stream", token, nil)
+	c.refused(429, "rate_limited", "GET", "/v1/timeline/stream", token, nil)
 	for _, s := range open {
 		s.close()
 	}

@@ -18,6 +18,7 @@ type v1Client struct {
 	t   testing.TB
 	s   *server
 	api *openAPI
+	hc  *http.Client // nil: http.DefaultClient
 }
 
 // newV1Client fetches /v1/openapi.json from s and parses it.
@@ -112,7 +113,11 @@ func (c *v1Client) send(method, tmpl, token string, body any, args ...any) (*v1R
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := c.hc
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}

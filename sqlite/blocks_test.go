@@ -1,0 +1,9 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/feedd/feedd/feedtest"
+)
+
+func TestBlocks(t *testing.T) { feedtest.TestBlocks(t, openBackend) }
