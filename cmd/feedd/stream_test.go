@@ -343,3 +343,17 @@ func TestStreamReplayProperty(t *testing.T) {
 		st.close()
 	}
 }
+
+// TestBenchStream is a smoke run of feedd bench stream: a few idle streams
+// held in this process, a few publishes.
+func TestBenchStream(t *testing.T) {
+	out := runBenchJSON(t, "stream", "--streams", "30", "--publishes", "3", "--interval", "1ms", "--clients-apart=false")
+	for _, f := range []string{"p50_ms", "loaded_p50_ms", "rss_mb", "heap_per_stream_kb", "goroutines_per_stream"} {
+		if v, ok := out[f].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", f, out[f])
+		}
+	}
+	if out["streams"] != float64(30) || out["clients_apart"] != false {
+		t.Errorf("bench stream said %v", out)
+	}
+}
