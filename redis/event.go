@@ -22,7 +22,9 @@ func EventsChannel(prefix string) string { return prefix + "events" }
 
 // Events is the feed.EventService of a deployment with Redis: workers
 // PUBLISH, and each API process keeps one SUBSCRIBE (a Cluster broadcasts
-// a PUBLISH to every node) and hands the events to its own streams.
+// a PUBLISH to every node) and hands the events to its own streams. On a
+// Cluster every PUBLISH goes to one node (the channel's slot's master), so
+// that events keep their order.
 type Events struct {
 	inmem.Relay
 	rdb     goredis.UniversalClient
@@ -45,7 +47,17 @@ func (e *Events) Publish(ctx context.Context, ev feed.Event) error {
 	if err != nil {
 		return err
 	}
-	return e.rdb.Publish(ctx, e.channel, b).Err()
+	var to goredis.Cmdable = e.rdb
+	if cc, ok := e.rdb.(*goredis.ClusterClient); ok {
+		// A Cluster client sends PUBLISH (which names no key) to any node,
+		// and messages published on different nodes reach a subscriber in
+		// any order: every PUBLISH goes to the node of the channel's slot,
+		// so events arrive in the order they were published.
+		if to, err = cc.MasterForKey(ctx, e.channel); err != nil {
+			return err
+		}
+	}
+	return to.Publish(ctx, e.channel, b).Err()
 }
 
 func (e *Events) listen(ctx context.Context, ready func(), deliver func([]byte)) error {

@@ -242,19 +242,24 @@ func TestStreamEmbedded(t *testing.T) {
 }
 
 // TestStreamProduction: the stream's contract with the API process apart
-// from the worker process, on PostgreSQL with Redis (events over Redis
-// pub/sub) and on PostgreSQL alone (events over LISTEN/NOTIFY).
+// from the worker process, on PostgreSQL with Redis or a Redis Cluster
+// (events over Redis Pub/Sub) and on PostgreSQL alone (events over
+// LISTEN/NOTIFY).
 func TestStreamProduction(t *testing.T) {
-	for _, mode := range []string{"redis", "postgres"} {
+	for _, mode := range []string{"redis", "cluster", "postgres"} {
 		t.Run(mode, func(t *testing.T) {
 			var args []string
-			if mode == "redis" {
+			switch mode {
+			case "redis":
 				args = singleNode(t).args
-			} else {
+			case "cluster":
+				args = cluster(t).args
+			default:
 				args = []string{"--database-url", testenv.PostgresURL(t)}
 			}
 			api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, args...)...)
-			startProc(t, nil, append([]string{"worker", "--workers", "1"}, args...)...)
+			w := startProc(t, nil, append([]string{"worker", "--workers", "1"}, args...)...)
+			t.Cleanup(func() { api.logs.dumpIfFailed(t); w.logs.dumpIfFailed(t) })
 			logLatency(t, testStream(t, newV1Client(t, api.client(t))))
 		})
 	}
@@ -336,5 +341,19 @@ func TestStreamReplayProperty(t *testing.T) {
 		}
 		st.quiet(t, 200*time.Millisecond)
 		st.close()
+	}
+}
+
+// TestBenchStream is a smoke run of feedd bench stream: a few idle streams
+// held in this process, a few publishes.
+func TestBenchStream(t *testing.T) {
+	out := runBenchJSON(t, "stream", "--streams", "30", "--publishes", "3", "--interval", "1ms", "--clients-apart=false")
+	for _, f := range []string{"p50_ms", "loaded_p50_ms", "rss_mb", "heap_per_stream_kb", "goroutines_per_stream"} {
+		if v, ok := out[f].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", f, out[f])
+		}
+	}
+	if out["streams"] != float64(30) || out["clients_apart"] != false {
+		t.Errorf("bench stream said %v", out)
 	}
 }
