@@ -15,6 +15,9 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
+	// EUNAVAILABLE: the server is too busy to serve the request now; the
+	// client retries after a moment (load shedding).
+	EUNAVAILABLE = "unavailable"
 )
 
 // Error is a failure a client can act on: Message is shown to the client as is.

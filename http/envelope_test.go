@@ -16,7 +16,7 @@ import (
 // allCodes is every error code of error.go at the root.
 var allCodes = []string{
 	feed.ECONFLICT, feed.EINTERNAL, feed.EINVALID, feed.ENOTFOUND,
-	feed.EUNAUTHORIZED, feed.EFORBIDDEN, feed.ETOOLARGE,
+	feed.EUNAUTHORIZED, feed.EFORBIDDEN, feed.ETOOLARGE, feed.EUNAVAILABLE,
 }
 
 // testServer returns a Server with no Service, whose log goes to the
@@ -89,6 +89,7 @@ func TestStatusTables(t *testing.T) {
 		feed.EUNAUTHORIZED: 401,
 		feed.EFORBIDDEN:    200,
 		feed.ETOOLARGE:     413,
+		feed.EUNAVAILABLE:  503,
 	}
 	// openapi.json: the responses Invalid ... Internal.
 	native := map[string]int{
@@ -99,6 +100,7 @@ func TestStatusTables(t *testing.T) {
 		feed.EUNAUTHORIZED: 401,
 		feed.EFORBIDDEN:    403,
 		feed.ETOOLARGE:     413,
+		feed.EUNAVAILABLE:  503,
 	}
 	for _, code := range allCodes {
 		if got, ok := statusOf[code]; !ok || got != compatible[code] {

@@ -27,6 +27,9 @@ type Server struct {
 	Health func(ctx context.Context) error
 	// Extra routes mounted beside the API (benchmarks mount theirs here).
 	Extra map[string]http.Handler
+	// Shed is the admission control in front of every route (shed.go);
+	// nil admits everything.
+	Shed *Shed
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -68,6 +71,7 @@ var statusOf = map[string]int{
 	feed.EUNAUTHORIZED: http.StatusUnauthorized,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }
 
 // fail answers err in the envelope. Internal errors (and codes without an

@@ -34,6 +34,7 @@ var v1Status = map[string]int{
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }
 
 // v1Error is the body of every native error response.

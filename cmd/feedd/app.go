@@ -104,7 +104,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health}).Handler(),
+		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Shed: c.shed()}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

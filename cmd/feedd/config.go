@@ -36,6 +36,9 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+	maxReads     int           // shed.go
+	maxWrites    int           // shed.go
+	shedWait     time.Duration // shed.go
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -87,6 +90,9 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
+	num(&c.maxWrites, "max-writes", "FEED_MAX_WRITES", defaultMaxWrites, "most other requests served at once; more wait up to 10x --shed-wait, then get 503 (0: no limit)")
+	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	return fs, errors.Join(errs...)
 }
 
@@ -146,6 +152,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0:
+		return nil, fmt.Errorf("--max-reads, --max-writes and --shed-wait must not be negative")
 	}
 	if err := c.parseRedisURL(); err != nil {
 		return nil, err
