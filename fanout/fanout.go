@@ -100,6 +100,8 @@ type Deps struct {
 	// are split into batch jobs of this size (default 5000).
 	SplitSize int
 	Log       *slog.Logger
+
+	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -151,6 +153,9 @@ type Config struct {
 	// JobTimeout).
 	RescueAfter time.Duration
 	Log         *slog.Logger
+	// Wake, on a driver without LISTEN/NOTIFY, wakes this process's
+	// workers when this process commits jobs (wake.go); nil: they poll.
+	Wake *Wake
 }
 
 // Queue is feedd's River client for one database driver.
@@ -178,6 +183,10 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	}
 	if deps.Log == nil {
 		deps.Log = log
+	}
+	if cfg.Wake != nil {
+		driver = WithWake(driver, cfg.Wake)
+		deps.wake = cfg.Wake
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &postWorker[TTx]{deps: deps}); err != nil {
@@ -345,6 +354,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			if _, err := client.InsertMany(ctx, params); err != nil {
 				return err
 			}
+			d.wake.Notify()
 			inserted += len(params)
 			params = params[:0]
 		}
@@ -368,6 +378,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		if _, err := client.InsertMany(ctx, params); err != nil {
 			return err
 		}
+		d.wake.Notify()
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.workers, "workers", "FEED_WORKERS", 4, "fan-out jobs worked at once by this process (0: none)")
 	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", feed.DefaultPageSize, fmt.Sprintf("default number of posts in a feed page (1-%d)", feed.MaxPageSize))
-	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
+	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
 	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
