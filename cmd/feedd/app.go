@@ -186,6 +186,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
 		a.health = db.Read.PingContext
 		qcfg.PollInterval = c.pollInterval
+		// SQLite has no LISTEN/NOTIFY: this process wakes its own workers
+		// when it commits jobs, and they poll only for the rest.
+		qcfg.Wake = fanout.NewWake()
+		db.Enqueued = qcfg.Wake.Notify
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(driver, qcfg, deps)
 			if err != nil {
@@ -193,6 +197,20 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			}
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
+			if c.cmd == "serve" && workers > 0 {
+				// The embedded default is its database's only worker: what
+				// is running at its start was orphaned by a crash (fanout/rescue.go).
+				a.start = func(ctx context.Context) error {
+					n, err := fanout.RescueRunningSQLite(ctx, db.Write)
+					if err != nil {
+						return fmt.Errorf("rescue orphaned jobs: %w", err)
+					}
+					if n > 0 {
+						log.Info("orphaned jobs of a previous run retried at once", "jobs", n)
+					}
+					return q.Start(ctx)
+				}
+			}
 			return nil
 		}
 	}
@@ -204,6 +222,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
+		// While Redis is down, fail over to the database at once instead of
+		// waiting out every command's dial and retries (redis/breaker.go).
+		redis.NewBreaker(rdb, log)
 		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}
 		inbox = redis.NewInbox(rdb, opts)
 		outbox = redis.NewOutbox(rdb, opts, outbox)
