@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,15 +63,11 @@ func (b *Breaker) refuse(ctx context.Context) bool {
 	return b.open.Load() && ctx.Value(probeKey{}) == nil
 }
 
-// DialHook implements goredis.Hook.
-func (b *Breaker) DialHook(next goredis.DialHook) goredis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if b.refuse(ctx) {
-			return nil, ErrUnavailable
-		}
-		return next(ctx, network, addr)
-	}
-}
+// DialHook implements goredis.Hook. Dials are never refused: commands are
+// refused before they need a connection, and the pool's own background
+// dial, which has to succeed for the pool to hand out connections again
+// after a run of failed dials, must reach Redis.
+func (b *Breaker) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
 // ProcessHook implements goredis.Hook.
 func (b *Breaker) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
