@@ -6,8 +6,7 @@ import (
 )
 
 // TestEmbeddedRestartRescuesAtOnce kills the embedded default with SIGKILL
-// while it fans a post out, restarts it with the default --rescue-after
-// (2 minutes), and checks that the orphaned job's deliveries are all made
+// while it fans a post out, restarts it with --rescue-after 2m, and checks that the orphaned job's deliveries are all made
 // long before that: the embedded process is its database's only worker and
 // takes its orphans back at start.
 func TestEmbeddedRestartRescuesAtOnce(t *testing.T) {
@@ -23,7 +22,7 @@ func TestEmbeddedRestartRescuesAtOnce(t *testing.T) {
 	}
 	// One follower per inbox write and one job for the whole audience: the
 	// job is still running when the process dies.
-	p := startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "2", "--fanout-batch", "1")
+	p := startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "2", "--fanout-batch", "1", "--job-timeout", "1m", "--rescue-after", "2m")
 	c := p.client(t)
 	tok := c.login("13800000001")
 	var postID int64
@@ -46,7 +45,7 @@ func TestEmbeddedRestartRescuesAtOnce(t *testing.T) {
 	t.Logf("killed with %d of %d deliveries made", atKill, followers+1)
 
 	restart := time.Now()
-	p = startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "2")
+	p = startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workers", "2", "--job-timeout", "1m", "--rescue-after", "2m")
 	// Far less than --rescue-after: only a rescue at start gets here.
 	deadline = time.Now().Add(60 * time.Second)
 	for deliveries(postID) < followers+1 {
