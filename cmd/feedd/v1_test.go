@@ -257,7 +257,9 @@ func TestV1API(t *testing.T) {
 	}
 	c.refused(401, "unauthorized", "DELETE", "/v1/auth/session", cc, nil)
 
-	if missing := c.api.unchecked("500"); len(missing) > 0 {
+	// 503 is a refusal under overload (http/shed_test.go answers it in
+	// both formats); this functional test never overloads the server.
+	if missing := c.api.unchecked("500", "503"); len(missing) > 0 {
 		t.Errorf("documented responses never exercised:\n%s", strings.Join(missing, "\n"))
 	}
 }
