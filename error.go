@@ -20,6 +20,9 @@ const (
 	ETOOMANY = "rate_limited"
 	// EUNAVAILABLE: a dependency (the code sender) failed; try again.
 	EUNAVAILABLE = "unavailable"
+	// EBUSY: the server is too busy to serve the request now (load
+	// shedding); the client retries after a moment.
+	EBUSY = "busy"
 )
 
 // Error is a failure a client can act on: Message is shown to the client as is.

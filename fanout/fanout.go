@@ -107,6 +107,8 @@ type Deps struct {
 	// of a pull-mode author, for live timeline streams.
 	Events feed.EventService
 	Log    *slog.Logger
+
+	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
 
 // Observer is told what fan-out delivered. Its methods must be cheap and
@@ -209,6 +211,9 @@ type Config struct {
 	// JobTimeout).
 	RescueAfter time.Duration
 	Log         *slog.Logger
+	// Wake, on a driver without LISTEN/NOTIFY, wakes this process's
+	// workers when this process commits jobs (wake.go); nil: they poll.
+	Wake *Wake
 }
 
 // Queue is feedd's River client for one database driver.
@@ -236,6 +241,10 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	}
 	if deps.Log == nil {
 		deps.Log = log
+	}
+	if cfg.Wake != nil {
+		driver = WithWake(driver, cfg.Wake)
+		deps.wake = cfg.Wake
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &postWorker[TTx]{deps: deps}); err != nil {
@@ -418,6 +427,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			if _, err := client.InsertMany(ctx, params); err != nil {
 				return err
 			}
+			d.wake.Notify()
 			inserted += len(params)
 			params = params[:0]
 		}
@@ -441,6 +451,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		if _, err := client.InsertMany(ctx, params); err != nil {
 			return err
 		}
+		d.wake.Notify()
 	}
 	return nil
 }

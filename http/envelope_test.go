@@ -16,7 +16,7 @@ import (
 // allCodes is every error code of error.go at the root.
 var allCodes = []string{
 	feed.ECONFLICT, feed.EINTERNAL, feed.EINVALID, feed.ENOTFOUND,
-	feed.EUNAUTHORIZED, feed.EFORBIDDEN, feed.ETOOLARGE, feed.ETOOMANY, feed.EUNAVAILABLE,
+	feed.EUNAUTHORIZED, feed.EFORBIDDEN, feed.ETOOLARGE, feed.ETOOMANY, feed.EUNAVAILABLE, feed.EBUSY,
 }
 
 // testServer returns a Server with no Service, whose log goes to the
@@ -91,6 +91,7 @@ func TestStatusTables(t *testing.T) {
 		feed.ETOOLARGE:     413,
 		feed.ETOOMANY:      200,
 		feed.EUNAVAILABLE:  200,
+		feed.EBUSY:         503,
 	}
 	// openapi.json: the responses Invalid ... Internal.
 	native := map[string]int{
@@ -102,6 +103,7 @@ func TestStatusTables(t *testing.T) {
 		feed.EFORBIDDEN:    403,
 		feed.ETOOLARGE:     413,
 		feed.ETOOMANY:      429,
+		feed.EBUSY:         503,
 		feed.EUNAVAILABLE:  503,
 	}
 	for _, code := range allCodes {

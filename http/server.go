@@ -40,6 +40,9 @@ type Server struct {
 	Observe Observer
 	// AccessLog, when set, gets one line per request (http/observe.go).
 	AccessLog *slog.Logger
+	// Shed is the admission control in front of every route (shed.go);
+	// nil admits everything.
+	Shed *Shed
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -83,6 +86,7 @@ var statusOf = map[string]int{
 	feed.EINTERNAL:     http.StatusInternalServerError,
 	feed.ETOOMANY:      http.StatusOK,
 	feed.EUNAVAILABLE:  http.StatusOK,
+	feed.EBUSY:         http.StatusServiceUnavailable,
 }
 
 // fail answers err in the envelope. Internal errors (and codes without an

@@ -36,6 +36,7 @@ var v1Status = map[string]int{
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	feed.EINTERNAL:     http.StatusInternalServerError,
 	feed.ETOOMANY:      http.StatusTooManyRequests,
+	feed.EBUSY:         http.StatusServiceUnavailable,
 	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 }
 

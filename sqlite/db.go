@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
 
@@ -40,6 +41,11 @@ type DB struct {
 	// delete, a follow or unfollow that changes the graph, a block that
 	// removes follows), so none is ever committed without its job.
 	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error
+	// Enqueued, when set, is called after the commit of every transaction
+	// in which Enqueue inserted jobs: the wiring wakes the workers with it.
+	Enqueued func()
+
+	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
 
 	views viewStmt // see FeedViews
 }
@@ -199,11 +205,18 @@ func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	defer db.enqueuedIn.Delete(tx)
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if _, ok := db.enqueuedIn.Load(tx); ok && db.Enqueued != nil {
+		db.Enqueued()
+	}
+	return nil
 }
 
 // idList encodes ids as a JSON array: queries take a whole list as one

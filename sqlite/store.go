@@ -215,6 +215,7 @@ func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 	if db.Enqueue == nil {
 		return errors.New("sqlite: no job queue configured")
 	}
+	db.enqueuedIn.Store(tx, struct{}{})
 	return db.Enqueue(ctx, tx, jobs...)
 }
 

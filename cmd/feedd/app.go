@@ -119,7 +119,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed()}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -217,6 +217,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		qcfg.PollInterval = c.pollInterval
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsSQL(ctx, db.Read) }
+		// SQLite has no LISTEN/NOTIFY: this process wakes its own workers
+		// when it commits jobs, and they poll only for the rest.
+		qcfg.Wake = fanout.NewWake()
+		db.Enqueued = qcfg.Wake.Notify
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(driver, qcfg, deps)
 			if err != nil {
@@ -225,6 +229,20 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
 			a.jobsUI = func(ctx context.Context) (http.Handler, error) { return jobsUI(ctx, q.Client, log) }
+			if c.cmd == "serve" && workers > 0 {
+				// The embedded default is its database's only worker: what
+				// is running at its start was orphaned by a crash (fanout/rescue.go).
+				a.start = func(ctx context.Context) error {
+					n, err := fanout.RescueRunningSQLite(ctx, db.Write)
+					if err != nil {
+						return fmt.Errorf("rescue orphaned jobs: %w", err)
+					}
+					if n > 0 {
+						log.Info("orphaned jobs of a previous run retried at once", "jobs", n)
+					}
+					return q.Start(ctx)
+				}
+			}
 			return nil
 		}
 	}
@@ -237,6 +255,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
 		a.metrics.WatchRedis(rdb)
+		// While Redis is down, fail over to the database at once instead of
+		// waiting out every command's dial and retries (redis/breaker.go).
+		redis.NewBreaker(rdb, log)
 		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap, Layout: redis.Layout(c.inboxLayout)}
 		inbox = redis.NewInbox(rdb, opts)
 		outbox = redis.NewOutbox(rdb, opts, outbox)

@@ -33,6 +33,7 @@ Usage:
   feedd bench publish [flags]   publish latency of an author with 10 followers and one with --followers
   feedd bench memory  [flags]   Redis bytes per inbox entry at the cap, default and recommended settings
   feedd bench stream  [flags]   live stream: event latency after publish, memory of --streams idle streams
+  feedd bench mixed   [flags]   open-loop mixed traffic at --rate: latency, shedding and feed freshness
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -49,22 +50,26 @@ Flags:
 
 // benchFlags are the flags of feedd bench on top of serve's.
 type benchFlags struct {
-	json        bool
-	runs        int
-	followers   int
-	users       int
-	follows     int
-	posts       int
-	concurrency int
-	duration    time.Duration
-	publishes   int
-	interval    time.Duration
-	inboxes     int
-	timeout     time.Duration
-	cpuProfile  string
-	streams     int
-	apart       bool
-	events      bool
+	json         bool
+	runs         int
+	followers    int
+	users        int
+	follows      int
+	posts        int
+	concurrency  int
+	duration     time.Duration
+	publishes    int
+	interval     time.Duration
+	inboxes      int
+	timeout      time.Duration
+	cpuProfile   string
+	streams      int
+	apart        bool
+	events       bool
+	rate         float64
+	pubShare     float64
+	maxInFlight  int
+	workersApart bool
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -74,17 +79,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory or stream")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream or mixed")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream":
+	case "fanout", "read", "publish", "memory", "stream", "mixed":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory or stream)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream or mixed)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -114,6 +119,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
 	case bf.runs < 1:
 		return errors.New("--runs must be at least 1")
+	case bf.workersApart && (sub != "mixed" || c.databaseURL == ""):
+		return errors.New("--apart is for feedd bench mixed with --database-url")
+	}
+	if sub == "mixed" && !set["users"] {
+		bf.users = 100
 	}
 	if !set["pull-threshold"] {
 		// The benchmarks measure push: fan-out to every follower. With the
@@ -168,7 +178,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer cleanup()
 		c.noEvents = !bf.events
-		a, err := openApp(ctx, c, log)
+		api := *c
+		if bf.workersApart {
+			api.workers = 0 // feedd serve --workers 0; the workers are wired below as feedd worker
+		}
+		a, err := openApp(ctx, &api, log)
 		if err != nil {
 			return err
 		}
@@ -185,16 +199,29 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		env.Service = a.service
 		env.Start = a.start
 		env.Stop = a.stop
+		health := a.health
+		apiApp := a // the API process's wiring; a becomes the workers' when apart
+		if bf.workersApart {
+			wc := *c
+			wc.cmd = "worker"
+			wa, err := openApp(ctx, &wc, log)
+			if err != nil {
+				return err
+			}
+			defer wa.close()
+			env.Start, env.Stop = wa.start, wa.stop
+			a = wa // stopped below
+		}
 		defer func() {
 			// Whatever fan-out is still queued is abandoned with the database.
 			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer scancel()
 			a.stop(sctx)
 		}()
-		streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax}
+		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra, Observe: a.metrics, Streams: streams}).Handler()
+			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed()}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)
@@ -267,6 +294,16 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "mixed":
+		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
+			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
+			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight,
+		})
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -308,16 +345,20 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
 	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
 	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
-	fs.IntVar(&bf.users, "users", 3000, "read: users of the synthetic graph")
-	fs.IntVar(&bf.follows, "follows", 20, "read: users each user follows")
+	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given)")
+	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read: concurrent clients")
-	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
 	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
 	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes")
+	fs.Float64Var(&bf.rate, "rate", 500, "mixed: arrivals per second (open loop: sent whatever the server does)")
+	fs.Float64Var(&bf.pubShare, "publish-share", 0.06, "mixed: share of publishes in the mix (feed reads take the rest of 80%+6%)")
+	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
+	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")

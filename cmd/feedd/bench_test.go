@@ -153,3 +153,41 @@ func TestBenchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// checkMixed checks a feedd bench mixed run of a light load: every probe
+// reached its followers, nothing failed, every operation of the mix ran.
+func checkMixed(t *testing.T, out map[string]any) {
+	t.Helper()
+	for _, f := range []string{"rps", "accepted", "accepted_p99_ms", "probes", "fresh_p50_ms", "fresh_p99_ms", "fresh_max_ms", "backlog_max"} {
+		if x, ok := out[f].(float64); !ok || x <= 0 {
+			t.Errorf("%s = %v, want a positive number", f, out[f])
+		}
+	}
+	for _, f := range []string{"errors", "probes_lost", "unsent"} {
+		if out[f] != 0.0 {
+			t.Errorf("%s = %v, want 0 (first error: %v)", f, out[f], out["first_error"])
+		}
+	}
+	ops, _ := out["ops"].(map[string]any)
+	for _, op := range []string{"feed", "like", "publish", "follow", "post"} {
+		o, _ := ops[op].(map[string]any)
+		if n, _ := o["n"].(float64); n <= 0 {
+			t.Errorf("ops[%s] = %v, want accepted requests", op, ops[op])
+		}
+	}
+}
+
+// The smoke runs do not shed (--max-reads 0 --max-writes 0): on a busy
+// machine under -race even a light load may shed every probe publish, and
+// these check the benchmark, not feedd's limits (http/shed_test.go does).
+func TestBenchMixedEmbedded(t *testing.T) {
+	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
+		"--max-reads", "0", "--max-writes", "0"))
+}
+
+func TestBenchMixedPostgresApart(t *testing.T) {
+	url, prefix := testenv.RedisURL(t)
+	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
+		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart"))
+	noKeysLeft(t, url, prefix)
+}

@@ -58,6 +58,9 @@ type config struct {
 	webhookSecret  string
 	secret         string
 	synchronous    string
+	maxReads       int           // shed.go
+	maxWrites      int           // shed.go
+	shedWait       time.Duration // shed.go
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -96,9 +99,9 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.workers, "workers", "FEED_WORKERS", 4, "fan-out jobs worked at once by this process (0: none)")
 	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", feed.DefaultPageSize, fmt.Sprintf("default number of posts in a feed page (1-%d)", feed.MaxPageSize))
-	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", 50*time.Millisecond, "how often idle workers look for jobs on SQLite")
-	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", time.Minute, "longest run of one fan-out job before it is cancelled and retried")
-	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 2*time.Minute, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
+	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", 10*time.Second, "longest run of one fan-out job before it is cancelled and retried")
+	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 20*time.Second, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
 	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
 	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database); with ?master_name=NAME it names Sentinels (more with &addr=host:port)")
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
@@ -134,6 +137,9 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of the body)")
 	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data)")
 	str(&c.synchronous, "sqlite-synchronous", "FEED_SQLITE_SYNCHRONOUS", "FULL", "SQLite synchronous level: FULL (an acknowledged write survives power loss) or NORMAL (faster; may lose the last writes)")
+	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
+	num(&c.maxWrites, "max-writes", "FEED_MAX_WRITES", defaultMaxWrites, "most other requests served at once; more wait up to 10x --shed-wait, then get 503 (0: no limit)")
+	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	return fs, errors.Join(errs...)
 }
 
@@ -203,6 +209,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
+	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0:
+		return nil, fmt.Errorf("--max-reads, --max-writes and --shed-wait must not be negative")
 	}
 	if _, err := redis.ParseLayout(c.inboxLayout); err != nil {
 		return nil, fmt.Errorf("--inbox-layout: %w", err)
