@@ -10,6 +10,7 @@
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
+//	{Prefix}rank:{<userID>}:<id>  string: a ranked snapshot's items (JSON); PEXPIRE'd
 //
 // The braces are Redis Cluster hash tags: every key names one entity, and
 // every script touches one key, so each runs on the node that owns the key.

@@ -143,10 +143,11 @@ func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient,
 	}
 	rdb, prefix := open(t)
 	return &feedtest.Backend{
-		Users: db, Posts: db, Follows: db, Social: db,
-		Auth:   redis.NewAuthStore(rdb, prefix),
-		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
-		Outbox: redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
+		Users: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db,
+		Snapshots: redis.NewSnapshots(rdb, prefix),
+		Auth:      redis.NewAuthStore(rdb, prefix),
+		Inbox:     rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20})},
+		Outbox:    redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
 		Jobs: func() []feed.Job {
 			mu.Lock()
 			defer mu.Unlock()
@@ -568,4 +569,10 @@ func BenchmarkPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestFilters(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestFilters(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
+	})
 }

@@ -133,6 +133,9 @@ type stores interface {
 	feed.PostStore
 	feed.FollowStore
 	feed.SocialStore
+	feed.FilterStore
+	feed.RankStore
+	feed.SnapshotStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -198,6 +201,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 
 	var auth feed.AuthStore = st
+	var snapshots feed.SnapshotStore = st
 	rdb, err := redisClient(c)
 	if err != nil {
 		return nil, err
@@ -210,6 +214,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
+		snapshots = redis.NewSnapshots(rdb, c.redisPrefix)
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -233,6 +238,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 	}
 	return a, nil
 }

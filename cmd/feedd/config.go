@@ -36,6 +36,9 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+	// The ranked timeline and the filters (rankflags.go).
+	rank            feed.RankSettings
+	reportThreshold int
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -87,6 +90,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	declareRankFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -146,6 +150,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	}
+	if err := c.validRank(); err != nil {
+		return nil, err
 	}
 	if err := c.parseRedisURL(); err != nil {
 		return nil, err
