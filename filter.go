@@ -141,15 +141,17 @@ func unspacedRune(r rune) bool {
 // inWord reports whether r continues a word of a spaced script.
 func inWord(r rune) bool { return r != utf8.RuneError && wordRune(r) && !unspacedRune(r) }
 
-// foldString maps every rune to the smallest rune of its simple case
-// folding orbit: one canonical form for every case variant.
+// foldString maps every rune to one canonical form of all its case
+// variants: the lower case of the smallest rune of its simple case folding
+// orbit (so "Σ", "σ" and "ς" all become "σ", and the folded form reads as
+// lower case).
 func foldString(s string) string {
 	return strings.Map(func(r rune) rune {
 		m := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			m = min(m, f)
 		}
-		return m
+		return unicode.ToLower(m)
 	}, s)
 }
 

@@ -257,6 +257,8 @@ func TestV1API(t *testing.T) {
 	}
 	c.refused(401, "unauthorized", "DELETE", "/v1/auth/session", cc, nil)
 
+	v1FilterExchanges(t, c, a, b, c.publish(a, "reported").ID)
+
 	if missing := c.api.unchecked("500"); len(missing) > 0 {
 		t.Errorf("documented responses never exercised:\n%s", strings.Join(missing, "\n"))
 	}
