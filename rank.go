@@ -1,14 +1,17 @@
 package feed
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,9 +104,18 @@ type Rank struct {
 
 // RankedItem is one entry of a ranked snapshot.
 type RankedItem struct {
-	PostID int64 `json:"p"`
-	Score  int64 `json:"s"` // the entry's feed score (creation ms)
-	Rank   Rank  `json:"r"`
+	PostID int64
+	Score  int64 // the entry's feed score (creation ms)
+	Rank   Rank
+}
+
+// RankCandidate is what the model reads of a candidate post.
+type RankCandidate struct {
+	PostID        int64
+	AuthorID      int64
+	Score         int64 // creation ms
+	Likes         int
+	LikedByViewer bool
 }
 
 // Affinity is what a viewer's history says about one author.
@@ -119,6 +131,10 @@ type Affinity struct {
 // RankStore reads what the ranking model learns from.
 // Implementations: sqlite.DB, postgres.DB.
 type RankStore interface {
+	// Candidates returns the posts among ids that exist, by id, with
+	// whether viewerID likes them. One round trip. (Whether the author
+	// still belongs in the viewer's feed is decided when a page is read.)
+	Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]RankCandidate, error)
 	// Affinity returns, for each of authorIDs that viewerID liked a post of
 	// since `since` or follows, the Affinity; likes weigh
 	// 2^(-(now-liked_at)/halfLife). One round trip.
@@ -155,48 +171,55 @@ func (s *Service) rankSettings() RankSettings {
 // cursor it ranks the candidates (userID's timeline entries of the last
 // Window, at most Candidates) and keeps the order as a snapshot for
 // SnapshotTTL; with one, it continues that snapshot, so posts that arrive
-// meanwhile never repeat or reshuffle the scroll. Posts deleted, hidden or
-// filtered since the snapshot are still dropped; they keep their place in
-// the cursor's count.
+// meanwhile never repeat or reshuffle the scroll. Every page is hydrated
+// like a chronological one (hydrateEntries): posts deleted, of authors
+// blocked or muted, hidden or matching a muted word are dropped when the
+// page is read, and keep their place in the cursor's count.
 func (s *Service) RankedTimeline(ctx context.Context, userID int64, after *RankCursor, limit int) (*RankedPage, error) {
 	limit, err := TimelineLimit(limit)
 	if err != nil {
 		return nil, err
 	}
 	if after != nil {
-		return s.rankedPage(ctx, userID, *after, limit)
+		read := func(pos, n int) ([]RankedItem, bool, error) {
+			items, more, err := s.Snapshots.Snapshot(ctx, userID, after.Snapshot, pos, n, s.now())
+			if ErrorCode(err) == ENOTFOUND {
+				return nil, false, Errorf(EINVALID, "cursor has expired or is not one this server returned; start again without a cursor")
+			}
+			return items, more, err
+		}
+		return s.rankedPage(ctx, userID, after.Snapshot, after.Pos, limit, read)
 	}
-	items, views, err := s.rankCandidates(ctx, userID)
+	items, err := s.rankCandidates(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	page := &RankedPage{List: views[:min(limit, len(views))]}
+	id := ""
 	if len(items) > limit {
-		id, err := s.snapshotID()
-		if err != nil {
+		if id, err = s.snapshotID(); err != nil {
 			return nil, err
 		}
 		now := s.now()
 		if err := s.Snapshots.SaveSnapshot(ctx, userID, id, items, now, now.Add(s.rankSettings().SnapshotTTL)); err != nil {
 			return nil, err
 		}
-		page.Next = &RankCursor{Snapshot: id, Pos: limit}
 	}
-	return page, nil
+	read := func(pos, n int) ([]RankedItem, bool, error) {
+		end := min(pos+n, len(items))
+		return items[pos:end], end < len(items), nil
+	}
+	return s.rankedPage(ctx, userID, id, 0, limit, read)
 }
 
-// rankedPage continues snapshot c: it reads items from c.Pos, hydrating and
-// filtering them like the chronological loop (readPages) does, until it
-// holds limit views or the snapshot ends.
-func (s *Service) rankedPage(ctx context.Context, userID int64, c RankCursor, limit int) (*RankedPage, error) {
+// rankedPage reads items of a ranked order from pos with read, hydrating
+// and filtering them like the chronological loop (readPages) does, until
+// it holds limit views or the order ends. The next cursor names snapshot.
+func (s *Service) rankedPage(ctx context.Context, userID int64, snapshot string, pos, limit int,
+	read func(pos, n int) ([]RankedItem, bool, error)) (*RankedPage, error) {
 	page := &RankedPage{List: []PostView{}}
-	pos := c.Pos
 	for range maxEmptyPages {
-		items, more, err := s.Snapshots.Snapshot(ctx, userID, c.Snapshot, pos, limit-len(page.List), s.now())
+		items, more, err := read(pos, limit-len(page.List))
 		if err != nil {
-			if ErrorCode(err) == ENOTFOUND {
-				return nil, Errorf(EINVALID, "cursor has expired or is not one this server returned; start again without a cursor")
-			}
 			return nil, err
 		}
 		views, err := s.rankViews(ctx, userID, items)
@@ -212,18 +235,18 @@ func (s *Service) rankedPage(ctx context.Context, userID int64, c RankCursor, li
 			break
 		}
 	}
-	page.Next = &RankCursor{Snapshot: c.Snapshot, Pos: pos}
+	page.Next = &RankCursor{Snapshot: snapshot, Pos: pos}
 	return page, nil
 }
 
-// rankViews hydrates snapshot items (dropping what the viewer must no
-// longer see) and attaches their ranks.
+// rankViews hydrates ranked items (dropping what the viewer must not see)
+// and attaches their ranks.
 func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedItem) ([]PostView, error) {
 	entries := make([]Entry, len(items))
 	ranks := make(map[int64]*Rank, len(items))
-	for i, it := range items {
-		entries[i] = Entry{PostID: it.PostID, Score: it.Score}
-		ranks[it.PostID] = &it.Rank
+	for i := range items {
+		entries[i] = Entry{PostID: items[i].PostID, Score: items[i].Score}
+		ranks[items[i].PostID] = &items[i].Rank
 	}
 	views, err := s.hydrateEntries(ctx, userID, entries)
 	if err != nil {
@@ -237,64 +260,77 @@ func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedIte
 
 // rankCandidates reads and scores userID's candidates: the newest entries
 // of the feed stream (the same read as the chronological timeline) within
-// the window, hydrated and filtered. It returns the ranked items and their
-// views, best first.
-func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedItem, []PostView, error) {
+// the window whose posts exist. It returns them ranked, best first. Posts
+// of authors no longer in the viewer's feed, and what the content filters
+// hide, are dropped when pages are read (rankViews), as in the
+// chronological timeline: ranking reads only what the model needs.
+func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedItem, error) {
 	rs := s.rankSettings()
 	now := s.now()
 	entries, err := s.streamPage(ctx, userID, Top(), 0, rs.Candidates)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	oldest := now.Add(-rs.Window).UnixMilli()
 	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
 		entries = entries[:i]
 	}
-	views, err := s.hydrateEntries(ctx, userID, entries)
-	if err != nil || len(views) == 0 {
-		return nil, views, err
+	if len(entries) == 0 {
+		return nil, nil
 	}
-	authors := make([]int64, 0, len(views))
-	for _, v := range views {
-		authors = append(authors, v.UserID)
+	cands, err := s.Ranks.Candidates(ctx, userID, postIDs(entries))
+	if err != nil {
+		return nil, err
+	}
+	authors := make([]int64, 0, len(cands))
+	for _, c := range cands {
+		authors = append(authors, c.AuthorID)
 	}
 	slices.Sort(authors)
 	aff, err := s.Ranks.Affinity(ctx, userID, slices.Compact(authors), now.Add(-rs.AffinityWindow), now, rs.AffinityHalfLife)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for i := range views {
-		r := rs.score(&views[i], userID, aff[views[i].UserID], now)
-		views[i].Rank = &r
+	items := make([]RankedItem, 0, len(cands))
+	for _, e := range entries {
+		if c, ok := cands[e.PostID]; ok {
+			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: rs.score(c, userID, aff[c.AuthorID], now)})
+		}
 	}
 	// Stable: equal scores keep feed order.
-	slices.SortStableFunc(views, func(a, b PostView) int { return cmp.Compare(b.Rank.Score, a.Rank.Score) })
-	items := make([]RankedItem, len(views))
-	for i, v := range views {
-		items[i] = RankedItem{PostID: v.ID, Score: v.Score(), Rank: *v.Rank}
-	}
-	return items, views, nil
+	slices.SortStableFunc(items, func(a, b RankedItem) int { return cmp.Compare(b.Rank.Score, a.Rank.Score) })
+	return items, nil
 }
 
-// score computes the model of RankSettings for post v and viewerID.
-func (rs RankSettings) score(v *PostView, viewerID int64, a Affinity, now time.Time) Rank {
-	decay := Decay
-	f := map[string]float64{
-		"recency":    decay(now.Sub(v.CreatedAt), rs.RecencyHalfLife),
-		"affinity":   a.Likes / (a.Likes + rs.AffinityPrior),
-		"follow_age": 0,
-		"engagement": float64(v.Liked+1) / (float64(v.Liked+1) + rs.EngagementPrior),
-		"liked":      0,
+// RankFeatures names the model's features, in the order of Rank.Features'
+// stored form.
+var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
+
+// score computes the model of RankSettings for candidate c and viewerID.
+func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) Rank {
+	f := [len(RankFeatures)]float64{
+		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
+		a.Likes / (a.Likes + rs.AffinityPrior),
+		0,
+		float64(c.Likes+1) / (float64(c.Likes+1) + rs.EngagementPrior),
+		0,
 	}
-	if !a.FollowedAt.IsZero() && v.UserID != viewerID {
-		f["follow_age"] = 1 - decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
+	if !a.FollowedAt.IsZero() && c.AuthorID != viewerID {
+		f[2] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
 	}
-	if v.IsLike {
-		f["liked"] = 1
+	if c.LikedByViewer {
+		f[4] = 1
 	}
-	score := rs.WRecency*f["recency"] + rs.WAffinity*f["affinity"] + rs.WFollowAge*f["follow_age"] +
-		rs.WEngagement*f["engagement"] - rs.WLiked*f["liked"]
-	return Rank{Score: score, Features: f}
+	score := rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
+	return newRank(score, f)
+}
+
+func newRank(score float64, f [len(RankFeatures)]float64) Rank {
+	m := make(map[string]float64, len(f))
+	for i, name := range RankFeatures {
+		m[name] = f[i]
+	}
+	return Rank{Score: score, Features: m}
 }
 
 // Decay is the weight of something age old under halfLife: 2^(-age/halfLife)
@@ -313,21 +349,72 @@ func (s *Service) snapshotID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// SnapshotSlice decodes a snapshot stored as the JSON of its items and
-// returns at most limit of them after offset, and whether more follow: the
-// one snapshot encoding of every store.
-func SnapshotSlice(body []byte, offset, limit int) ([]RankedItem, bool, error) {
-	var items []RankedItem
-	if err := json.Unmarshal(body, &items); err != nil {
-		return nil, false, fmt.Errorf("decode snapshot: %w", err)
+// EncodeSnapshot is the stored form of a snapshot's items, one line each:
+// post id, entry score, rank score and the features in RankFeatures'
+// order, comma-separated. SnapshotSlice reads it, parsing only the lines
+// it returns: the one snapshot encoding of every store.
+func EncodeSnapshot(items []RankedItem) []byte {
+	b := make([]byte, 0, len(items)*64)
+	for _, it := range items {
+		b = strconv.AppendInt(b, it.PostID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, it.Score, 10)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, it.Rank.Score, 'g', -1, 64)
+		for _, name := range RankFeatures {
+			b = append(b, ',')
+			b = strconv.AppendFloat(b, it.Rank.Features[name], 'g', -1, 64)
+		}
+		b = append(b, '\n')
 	}
-	if offset >= len(items) {
-		return []RankedItem{}, false, nil
-	}
-	end := min(offset+max(limit, 0), len(items))
-	return items[offset:end], end < len(items), nil
+	return b
 }
 
-// EncodeSnapshot is the stored form of a snapshot's items (SnapshotSlice
-// reads it).
-func EncodeSnapshot(items []RankedItem) ([]byte, error) { return json.Marshal(items) }
+// SnapshotSlice returns at most limit items of an EncodeSnapshot body after
+// skipping offset, and whether more follow.
+func SnapshotSlice(body []byte, offset, limit int) ([]RankedItem, bool, error) {
+	for range offset {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return []RankedItem{}, false, nil
+		}
+		body = body[i+1:]
+	}
+	items := []RankedItem{}
+	for len(body) > 0 && len(items) < limit {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return nil, false, fmt.Errorf("decode snapshot: unterminated line")
+		}
+		it, err := decodeRankedItem(string(body[:i]))
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, it)
+		body = body[i+1:]
+	}
+	return items, len(body) > 0, nil
+}
+
+func decodeRankedItem(line string) (RankedItem, error) {
+	parts := strings.Split(line, ",")
+	if len(parts) != 3+len(RankFeatures) {
+		return RankedItem{}, fmt.Errorf("decode snapshot: %d fields in %q", len(parts), line)
+	}
+	var it RankedItem
+	var err error
+	var errs [3 + len(RankFeatures)]error
+	it.PostID, errs[0] = strconv.ParseInt(parts[0], 10, 64)
+	it.Score, errs[1] = strconv.ParseInt(parts[1], 10, 64)
+	score, e := strconv.ParseFloat(parts[2], 64)
+	errs[2] = e
+	var f [len(RankFeatures)]float64
+	for i := range f {
+		f[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
+	}
+	if err = errors.Join(errs[:]...); err != nil {
+		return RankedItem{}, fmt.Errorf("decode snapshot: %w", err)
+	}
+	it.Rank = newRank(score, f)
+	return it, nil
+}

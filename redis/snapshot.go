@@ -34,10 +34,7 @@ func NewSnapshots(rdb goredis.UniversalClient, prefix string) *Snapshots {
 // SaveSnapshot implements feed.SnapshotStore: one SET with a TTL of
 // expires-now.
 func (s *Snapshots) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []feed.RankedItem, now, expires time.Time) error {
-	body, err := feed.EncodeSnapshot(items)
-	if err != nil {
-		return err
-	}
+	body := feed.EncodeSnapshot(items)
 	return s.rdb.Set(ctx, SnapshotKey(s.prefix, viewerID, id), body, max(expires.Sub(now), time.Millisecond)).Err()
 }
 

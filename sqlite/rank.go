@@ -19,6 +19,31 @@ var (
 // in a loop cannot grow the table.
 const snapshotsKept = 4
 
+// Candidates implements feed.RankStore: only what the model needs, by
+// primary key.
+func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]feed.RankCandidate, error) {
+	out := make(map[int64]feed.RankCandidate, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Read.QueryContext(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
+		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
+		FROM posts p
+		WHERE p.id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c feed.RankCandidate
+		if err := rows.Scan(&c.PostID, &c.AuthorID, &c.Score, &c.Likes, &c.LikedByViewer); err != nil {
+			return nil, err
+		}
+		out[c.PostID] = c
+	}
+	return out, rows.Err()
+}
+
 // Affinity implements feed.RankStore: the viewer's likes of the authors'
 // posts since `since` (one row per like, decayed here) and the follows.
 func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]feed.Affinity, error) {
@@ -54,10 +79,7 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 // SaveSnapshot implements feed.SnapshotStore. It also drops the viewer's
 // snapshots beyond the newest few and every expired one.
 func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []feed.RankedItem, now, expires time.Time) error {
-	body, err := feed.EncodeSnapshot(items)
-	if err != nil {
-		return err
-	}
+	body := feed.EncodeSnapshot(items)
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE expires_at <= ?`, ms(now)); err != nil {
 			return err

@@ -32,6 +32,7 @@ Usage:
   feedd bench read    [flags]   closed-loop GET /blog/of/follow: feedd against the seed read path
   feedd bench publish [flags]   publish latency of an author with 10 followers and one with --followers
   feedd bench memory  [flags]   Redis bytes per inbox entry at the cap, default and recommended settings
+  feedd bench rank    [flags]   NDCG@10 of the ranked timeline against the chronological one, and page latency
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -61,6 +62,7 @@ type benchFlags struct {
 	inboxes     int
 	timeout     time.Duration
 	cpuProfile  string
+	rank        bench.RankOptions
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -70,15 +72,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish or memory")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory or rank")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory":
+	case "fanout", "read", "publish", "memory", "rank":
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish or memory)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory or rank)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -238,6 +240,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "rank":
+		r, err := bench.Rank(ctx, env, bf.rank)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -289,6 +298,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
+	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
