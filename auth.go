@@ -91,7 +91,11 @@ func (s *Service) SendCode(ctx context.Context, phone string) error {
 	if err := s.Auth.SaveCode(ctx, phone, HashSecret(phone, code), s.now(), CodeTTL, CodeResendAfter); err != nil {
 		return err
 	}
-	return s.Codes.SendCode(ctx, phone, code)
+	if err := s.Codes.SendCode(ctx, phone, code); err != nil {
+		return err
+	}
+	s.observe().CodeSent()
+	return nil
 }
 
 // Login checks a code and returns a new session token, creating the user on

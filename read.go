@@ -191,6 +191,7 @@ func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset,
 	var down errStoreDown
 	if errors.As(err, &down) && ctx.Err() == nil {
 		s.log().Warn("inbox store unavailable; feed served from the database", "user_id", userID, "error", down.error)
+		s.observe().DegradedRead()
 		return s.Posts.FeedEntries(ctx, userID, b, offset, limit)
 	}
 	return es, err
@@ -273,6 +274,7 @@ func (s *Service) rebuild(ctx context.Context, userID int64, pulls []int64) erro
 		return err
 	}
 	s.log().Info("inbox rebuilt", "user_id", userID, "entries", len(entries))
+	s.observe().InboxRebuilt()
 	return nil
 }
 

@@ -54,6 +54,7 @@ type Service struct {
 	PageSize int              // default compatible page size; DefaultPageSize if zero
 	InboxCap int              // entries a rebuilt inbox holds; DefaultInboxCap if zero
 	Log      *slog.Logger
+	Observe  Observer // told of rebuilds, degraded reads, codes sent; nil: nobody
 
 	touched sync.Map // user id -> time.Time of this process's last Touch
 }

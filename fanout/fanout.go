@@ -100,6 +100,30 @@ type Deps struct {
 	// are split into batch jobs of this size (default 5000).
 	SplitSize int
 	Log       *slog.Logger
+	// Observe is told of deliveries and their lag (feedd's metrics); nil:
+	// nobody is.
+	Observe Observer
+}
+
+// Observer is told what fan-out delivered. Its methods must be cheap and
+// safe for concurrent use.
+type Observer interface {
+	// Delivered: entries inbox entries of new posts were written, one per
+	// inbox (the author's own included). A retried write counts again.
+	Delivered(entries int)
+	// Lag: a job finished delivering a new post, lag after the post's
+	// creation time (its score). A post delivered by one job is observed
+	// once; a split audience once per batch job, the post's lag being
+	// the largest.
+	Lag(lag time.Duration)
+}
+
+// observeLag tells Observe the lag of a finished delivery of a new post.
+func (d *Deps) observeLag(op string, score int64) {
+	if d.Observe == nil || op != OpAdd {
+		return
+	}
+	d.Observe.Lag(max(d.now().Sub(time.UnixMilli(score)), 0))
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -300,10 +324,11 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	if err != nil {
 		return &inboxError{err}
 	}
-	if err := apply(ctx, d.Inbox, a.Op, e, []int64{a.AuthorID}); err != nil {
+	if err := apply(ctx, d, a.Op, e, []int64{a.AuthorID}); err != nil {
 		return err
 	}
 	if mode == feed.PullMode {
+		d.observeLag(a.Op, a.Score)
 		return nil // readers merge the author's outbox
 	}
 	var since int64
@@ -321,7 +346,11 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		if err != nil {
 			return err
 		}
-		return deliver(ctx, d, a.Op, e, ids)
+		if err := deliver(ctx, d, a.Op, e, ids); err != nil {
+			return err
+		}
+		d.observeLag(a.Op, a.Score)
+		return nil
 	}
 	// A large audience: one batch job per SplitSize followers, the ranges'
 	// boundaries found by index probes rather than by reading the audience.
@@ -378,7 +407,11 @@ type batchWorker struct {
 }
 
 func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
-	return outcome(w.deps, job.JobRow, w.work(ctx, job))
+	err := w.work(ctx, job)
+	if err == nil {
+		w.deps.observeLag(job.Args.Op, job.Args.Score)
+	}
+	return outcome(w.deps, job.JobRow, err)
 }
 
 func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error {
@@ -397,7 +430,7 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 		for n > 0 && ids[n-1] > a.Upto {
 			n--
 		}
-		if err := apply(ctx, w.deps.Inbox, a.Op, e, ids[:n]); err != nil {
+		if err := apply(ctx, w.deps, a.Op, e, ids[:n]); err != nil {
 			return err
 		}
 		if n < len(ids) || len(ids) < size {
@@ -416,7 +449,7 @@ func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := apply(ctx, d.Inbox, op, e, ids[:n]); err != nil {
+		if err := apply(ctx, d, op, e, ids[:n]); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -424,13 +457,15 @@ func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64)
 	return nil
 }
 
-func apply(ctx context.Context, ib feed.Inbox, op string, e feed.Entry, ids []int64) error {
+func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) error {
 	var err error
 	switch op {
 	case OpAdd:
-		err = ib.Deliver(ctx, e, ids)
+		if err = d.Inbox.Deliver(ctx, e, ids); err == nil && d.Observe != nil {
+			d.Observe.Delivered(len(ids))
+		}
 	case OpRemove:
-		err = ib.Remove(ctx, e, ids)
+		err = d.Inbox.Remove(ctx, e, ids)
 	default:
 		return fmt.Errorf("fanout: unknown op %q", op)
 	}

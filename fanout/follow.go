@@ -69,7 +69,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		return &inboxError{err}
 	}
 	for _, e := range es {
-		if err := apply(ctx, d.Inbox, OpRemove, e, []int64{a.FollowerID}); err != nil {
+		if err := apply(ctx, d, OpRemove, e, []int64{a.FollowerID}); err != nil {
 			return err
 		}
 	}

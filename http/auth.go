@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -45,7 +44,7 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
+		next.ServeHTTP(w, withUser(r, id))
 	})
 }
 
@@ -55,7 +54,7 @@ func (s *Server) optionalUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t := token(r); t != "" {
 			if id, err := s.Service.Authenticate(r.Context(), t); err == nil {
-				r = r.WithContext(context.WithValue(r.Context(), userKey, id))
+				r = withUser(r, id)
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -94,6 +93,6 @@ func (s *Server) v1RequireUser(next http.Handler) http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, id)))
+		next.ServeHTTP(w, withUser(r, id))
 	})
 }

@@ -27,6 +27,10 @@ type Server struct {
 	Health func(ctx context.Context) error
 	// Extra routes mounted beside the API (benchmarks mount theirs here).
 	Extra map[string]http.Handler
+	// Observe is told of every request (metrics); nil: nobody is.
+	Observe Observer
+	// AccessLog, when set, gets one line per request (http/observe.go).
+	AccessLog *slog.Logger
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -34,7 +38,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Log == nil {
 		s.Log = slog.Default()
 	}
-	return s.routes()
+	return s.observe(s.routes())
 }
 
 // envelope is the body of every compatible response.
@@ -80,6 +84,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code, status = feed.EINTERNAL, http.StatusInternalServerError
 	}
 	msg := feed.ErrorMessage(err)
+	noteCode(r, code)
 	if code == feed.EINTERNAL {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		msg = "internal error"

@@ -65,6 +65,7 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var body v1Error
 	body.Error.Code, body.Error.Message = code, feed.ErrorMessage(err)
+	noteCode(r, code)
 	if code == feed.EINTERNAL {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		body.Error.Message = "internal error"

@@ -18,6 +18,7 @@ import (
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
+	"github.com/feedd/feedd/internal/metrics"
 	"github.com/feedd/feedd/postgres"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
@@ -56,6 +57,12 @@ type app struct {
 	start   func(context.Context) error // starts the workers
 	stop    func(context.Context) error // stops the workers
 	closers []func() error
+
+	// The admin listener's parts (cmd/feedd/admin.go).
+	metrics    *metrics.Metrics
+	jobsUI     func(context.Context) (http.Handler, error)       // River's UI over this process's queue
+	jobCounts  func(context.Context) ([]metrics.JobCount, error) // feedd_jobs's one grouped query
+	adminExtra map[string]http.Handler                           // more admin routes: pattern -> handler
 }
 
 func (a *app) close() {
@@ -78,7 +85,12 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		log.Info("migrations applied")
 		return nil
 	}
+	admin, err := startAdmin(ctx, c, a)
+	if err != nil {
+		return err
+	}
 	if err := a.start(ctx); err != nil {
+		admin.stop(context.Background())
 		return fmt.Errorf("start workers: %w", err)
 	}
 	var srvErr error
@@ -93,6 +105,9 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err := a.stop(sctx); err != nil {
 		log.Warn("stop workers", "error", err)
 	}
+	if err := admin.stop(sctx); err != nil {
+		log.Warn("stop admin listener", "error", err)
+	}
 	log.Info("stopped")
 	return srvErr
 }
@@ -103,8 +118,12 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Observe: a.metrics}
+	if c.accessLog {
+		api.AccessLog = a.log
+	}
 	srv := &http.Server{
-		Handler:           (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health}).Handler(),
+		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -142,7 +161,7 @@ type stores interface {
 // as the source of truth and job queue, and Redis (one node, Sentinels or a
 // Cluster), when configured, for inboxes, sessions and codes.
 func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
-	a = &app{log: log}
+	a = &app{log: log, metrics: metrics.New()}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -167,6 +186,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
+		a.metrics.WatchPostgres(db.Pool)
+		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 			if err != nil {
@@ -174,6 +195,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			}
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
+			a.jobsUI = func(ctx context.Context) (http.Handler, error) { return jobsUI(ctx, q.Client, log) }
 			return nil
 		}
 	} else {
@@ -189,6 +211,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
 		a.health = db.Read.PingContext
 		qcfg.PollInterval = c.pollInterval
+		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsSQL(ctx, db.Read) }
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(driver, qcfg, deps)
 			if err != nil {
@@ -196,6 +219,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			}
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
+			a.jobsUI = func(ctx context.Context) (http.Handler, error) { return jobsUI(ctx, q.Client, log) }
 			return nil
 		}
 	}
@@ -208,6 +232,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
+		a.metrics.WatchRedis(rdb)
 		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap}
 		inbox = redis.NewInbox(rdb, opts)
 		outbox = redis.NewOutbox(rdb, opts, outbox)
@@ -230,7 +255,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	deps := &fanout.Deps{
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
-		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit,
+		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics,
 	}
 	if err := newQueue(deps); err != nil {
 		return nil, err
@@ -238,8 +263,11 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: logSender{log}, PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
+		Observe: a.metrics,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 	}
+	// Moderation (reports, hide, restore) is on the admin listener only.
+	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()
 	return a, nil
 }
 

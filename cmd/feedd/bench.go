@@ -178,7 +178,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			a.stop(sctx)
 		}()
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra}).Handler()
+			return (&feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Extra: extra, Observe: a.metrics}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)

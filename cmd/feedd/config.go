@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"time"
 
@@ -36,6 +37,8 @@ type config struct {
 	pullAt       int
 	activeDays   int
 	backfill     int
+	adminAddr    string // "off": no admin listener
+	accessLog    bool
 	// The ranked timeline and the filters (rankflags.go).
 	rank            feed.RankSettings
 	reportThreshold int
@@ -88,6 +91,13 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.pullAt, "pull-threshold", "FEED_PULL_THRESHOLD", 10000, "authors with at least this many followers are not fanned out; readers merge their posts (0: never)")
 	num(&c.activeDays, "active-days", "FEED_ACTIVE_DAYS", 30, "followers idle this many days are skipped by fan-out and regenerated on return (0: never skip)")
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")
+	adminDefault := "off" // a worker serves metrics only when asked to
+	if cmd == "serve" {
+		adminDefault = "127.0.0.1:8082"
+	}
+	str(&c.adminAddr, "admin-addr", "FEED_ADMIN_ADDR", adminDefault, "address of the admin listener (metrics, job dashboard, pprof); off: none")
+	fs.BoolVar(&c.accessLog, "access-log", false, help("log one line per HTTP request (route, status, duration, user id)", "FEED_ACCESS_LOG"))
+	fromEnv("access-log", "FEED_ACCESS_LOG")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	declareRankFlags(fs, c, fromEnv, help)
@@ -150,6 +160,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
+		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
 	}
 	if err := c.validRank(); err != nil {
 		return nil, err
@@ -185,4 +197,11 @@ func (c *config) parseRedisURL() error {
 		return fmt.Errorf("--redis-url: %w", err)
 	}
 	return nil
+}
+
+// validHostPort reports whether addr is a listen address: host:port, the
+// host possibly empty (all interfaces).
+func validHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port != ""
 }

@@ -98,10 +98,11 @@ func (b *logBuffer) wait(t testing.TB, msg string, attrs map[string]string) map[
 
 // server is a feedd started in-process through run, as main starts it.
 type server struct {
-	t    testing.TB
-	base string
-	logs *logBuffer
-	stop func()
+	t     testing.TB
+	base  string
+	admin string // base URL of the admin listener
+	logs  *logBuffer
+	stop  func()
 }
 
 // startServer runs feedd with args (plus a loopback port 0 and JSON logs)
@@ -111,7 +112,7 @@ func startServer(t testing.TB, args ...string) *server {
 	logs := newLogBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--poll-interval", "20ms"}, args...)
+	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-format", "json", "--poll-interval", "20ms"}, args...)
 	go func() { done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs) }()
 	var addr string
 	deadline := time.Now().Add(30 * time.Second)
@@ -132,6 +133,9 @@ func startServer(t testing.TB, args ...string) *server {
 		time.Sleep(5 * time.Millisecond)
 	}
 	s := &server{t: t, base: "http://" + addr, logs: logs}
+	if rec := logs.find("admin listening", nil); rec != nil {
+		s.admin = "http://" + rec["addr"].(string)
+	}
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {

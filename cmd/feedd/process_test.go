@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,17 +51,24 @@ func feeddBinary(t testing.TB) string {
 
 // proc is a feedd process started from the built binary.
 type proc struct {
-	cmd  *exec.Cmd
-	logs *logBuffer
-	addr string
-	done chan struct{}
+	cmd   *exec.Cmd
+	logs  *logBuffer
+	addr  string
+	admin string // address of the admin listener, "" when off
+	done  chan struct{}
 }
 
 // startProc starts `feedd args...` with JSON logs and, for serve, waits
-// until it listens.
+// until it listens. A serve process's admin listener is on a free port
+// unless args say otherwise (a worker's is off unless args turn it on).
 func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(feeddBinary(t), append(args, "--log-format", "json")...)
+	serve := len(args) == 0 || args[0] == "serve"
+	args = append(args, "--log-format", "json")
+	if serve && !slices.Contains(args, "--admin-addr") {
+		args = append(args, "--admin-addr", "127.0.0.1:0")
+	}
+	cmd := exec.Command(feeddBinary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -81,11 +89,14 @@ func startProc(t testing.TB, env []string, args ...string) *proc {
 		close(p.done)
 	}()
 	t.Cleanup(func() { p.kill() })
-	if len(args) == 0 || args[0] == "serve" {
+	if serve {
 		rec := p.logs.wait(t, "listening", nil)
 		p.addr = rec["addr"].(string)
 	} else {
 		p.logs.wait(t, "worker started", nil)
+	}
+	if rec := p.logs.find("admin listening", nil); rec != nil {
+		p.admin = rec["addr"].(string)
 	}
 	return p
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -258,4 +260,57 @@ func v1FilterExchanges(t *testing.T, c *v1Client, a, b string, post int64) {
 	c.refused(404, "not_found", "POST", "/v1/posts/{id}/report", b, map[string]string{"reason": "x"}, 999999)
 	c.refused(401, "unauthorized", "POST", "/v1/posts/{id}/report", "", map[string]string{"reason": "x"}, post)
 	c.refused(413, "too_large", "POST", "/v1/posts/{id}/report", b, `{"reason":"`+strings.Repeat("x", 1<<20)+`"}`, post)
+}
+
+// TestModerationOnAdminListener: the moderation endpoints are served by
+// the admin listener of the real server, not by the public one; three
+// reports put a post in the list hidden, restoring it brings it back to
+// other users' timelines, hiding it takes it out again.
+func TestModerationOnAdminListener(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir())
+	c := newV1Client(t, s)
+	v, a := c.login("13800000401"), c.login("13800000402")
+	c.want(204, "PUT", "/v1/following/{id}", v, nil, nil, c.me(a).ID)
+	p := c.publish(a, "contested")
+	c.waitTimeline(v, p.ID)
+	for _, phone := range []string{"13800000411", "13800000412", "13800000413"} {
+		c.want(204, "POST", "/v1/posts/{id}/report", c.login(phone), map[string]string{"reason": "rude"}, nil, p.ID)
+	}
+	admin := func(method, path string, want int) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.admin+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("admin %s %s = %d %s, want %d", method, path, resp.StatusCode, body, want)
+		}
+		return string(body)
+	}
+	if body := admin("GET", "/admin/reports", 200); !strings.Contains(body, fmt.Sprintf(`"post_id":%d`, p.ID)) || !strings.Contains(body, `"reports":3`) || !strings.Contains(body, `"hidden":true`) {
+		t.Fatalf("admin reports: %s", body)
+	}
+	if got := visibleTo(c, v, p.ID); got != ([3]bool{}) {
+		t.Fatalf("reported post visible to another user in %v", got)
+	}
+	admin("POST", fmt.Sprintf("/admin/posts/%d/restore", p.ID), 204)
+	if got := visibleTo(c, v, p.ID); got != [3]bool{true, true, true} {
+		t.Fatalf("restored post visible in %v, want all", got)
+	}
+	admin("POST", fmt.Sprintf("/admin/posts/%d/hide", p.ID), 204)
+	if got := visibleTo(c, v, p.ID); got != ([3]bool{}) {
+		t.Fatalf("hidden post visible in %v", got)
+	}
+	for _, path := range []string{"/admin/reports", fmt.Sprintf("/admin/posts/%d/restore", p.ID)} {
+		method := "GET"
+		if strings.Contains(path, "restore") {
+			method = "POST"
+		}
+		if r := s.do(method, path, v, nil); r.Status != 404 {
+			t.Fatalf("public %s %s = %d, want 404", method, path, r.Status)
+		}
+	}
 }
