@@ -14,17 +14,17 @@ import (
 
 // RankOptions shape the synthetic community of `feedd bench rank`.
 type RankOptions struct {
-	Seed       uint64  // the world's random seed
-	Viewers    int     // users whose feeds are scored
-	Authors    int     // users who publish
-	Follows    int     // authors each viewer follows
-	Favourites int     // of those, the viewer's hidden favourites
-	Before     int     // posts per author in the first period (the likes' period)
-	After      int     // posts per author in the second period (the one scored)
-	PFav       float64 // chance a viewer likes a first-period post of a favourite
-	POther     float64 // chance a viewer likes any other first-period post it sees
-	Rounds     int     // latency: pages of each kind read per viewer
-	Limit      int     // page size (NDCG@Limit)
+	Seed       uint64  `json:"seed"`       // the world's random seed
+	Viewers    int     `json:"viewers"`    // users whose feeds are scored
+	Authors    int     `json:"authors"`    // users who publish
+	Follows    int     `json:"follows"`    // authors each viewer follows
+	Favourites int     `json:"favourites"` // of those, the viewer's hidden favourites
+	Before     int     `json:"before"`     // posts per author in the first period (the likes' period)
+	After      int     `json:"after"`      // posts per author in the second period (the one scored)
+	PFav       float64 `json:"p_fav"`      // chance a viewer likes a first-period post of a favourite
+	POther     float64 `json:"p_other"`    // chance a viewer likes any other first-period post it sees
+	Rounds     int     `json:"rounds"`     // latency: pages of each kind read per viewer
+	Limit      int     `json:"limit"`      // page size (NDCG@Limit)
 }
 
 // DefaultRankOptions is the world of BENCHMARKS.md.
