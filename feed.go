@@ -12,6 +12,8 @@
 //	social.go   follows, mutes, blocks, lists
 //	user.go     users
 //	job.go      the durable jobs stores enqueue
+//	filter.go   muted words, reports and hidden posts (every timeline)
+//	rank.go     the ranked timeline: model, candidates, snapshots
 //	service.go  Service and the defaults
 //	error.go    error codes
 package feed

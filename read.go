@@ -70,6 +70,7 @@ type PostView struct {
 	*Post
 	Author *User // nil when the author no longer exists
 	IsLike bool
+	Rank   *Rank // the post's rank in a ranked timeline; nil elsewhere
 }
 
 // Page is one page of the native timeline.
@@ -286,10 +287,11 @@ func postIDs(entries []Entry) []int64 {
 }
 
 // hydrateEntries loads the posts of entries in entry order, dropping deleted
-// ones and those of authors who do not belong in the viewer's feed (muted,
+// ones, those of authors who do not belong in the viewer's feed (muted,
 // unfollowed, blocked: their entries may still sit in the inbox until a job
-// removes them), and hydrates them: one store call when the store is a
-// FeedViewer, four otherwise, whatever the page size.
+// removes them) and those the content filters hide (filterViews), and
+// hydrates them: one store call when the store is a
+// FeedViewer, four otherwise, plus one for the filters, whatever the page size.
 func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
 	ids := postIDs(entries)
 	if fv, ok := s.Posts.(FeedViewer); ok {
@@ -303,7 +305,7 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 				out = append(out, *v)
 			}
 		}
-		return out, nil
+		return s.filterViews(ctx, viewerID, out)
 	}
 	m, err := s.Posts.Posts(ctx, ids)
 	if err != nil {
@@ -326,7 +328,11 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 			posts = append(posts, p)
 		}
 	}
-	return s.Hydrate(ctx, viewerID, posts)
+	views, err := s.Hydrate(ctx, viewerID, posts)
+	if err != nil {
+		return nil, err
+	}
+	return s.filterViews(ctx, viewerID, views)
 }
 
 // Hydrate turns posts into views for viewerID (0: anonymous) with a constant

@@ -37,6 +37,16 @@ type Service struct {
 	// Secret keys the stored hashes of login codes. Processes sharing a
 	// database must share it; empty: a random key of this process.
 	Secret []byte
+	// Filters, Ranks and Snapshots serve the content filters and the
+	// ranked timeline (filter.go, rank.go).
+	Filters   FilterStore
+	Ranks     RankStore
+	Snapshots SnapshotStore
+	// Rank is the ranked timeline's model; DefaultRankSettings if nil.
+	Rank *RankSettings
+	// ReportThreshold: a post reported by this many distinct users is
+	// hidden from all but its author; DefaultReportThreshold if zero.
+	ReportThreshold int
 	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
 	// their inbox is regenerated when they come back (0: nobody is skipped).
 	ActiveWindow time.Duration

@@ -108,5 +108,6 @@ func withInbox(s *feed.Service, ib feed.Inbox) *feed.Service {
 		Users: s.Users, Auth: s.Auth, Posts: s.Posts, Follows: s.Follows, Inbox: ib, Codes: s.Codes,
 		Social: s.Social, Outbox: s.Outbox, ActiveWindow: s.ActiveWindow, PullThreshold: s.PullThreshold,
 		Now: s.Now, Rand: s.Rand, PageSize: s.PageSize, InboxCap: s.InboxCap, Log: s.Log,
+		Filters: s.Filters, Ranks: s.Ranks, Snapshots: s.Snapshots, Rank: s.Rank, ReportThreshold: s.ReportThreshold,
 	}
 }

@@ -21,6 +21,11 @@ type Backend struct {
 	// Social must be the store behind Users and Follows.
 	Social feed.SocialStore
 	Outbox feed.Outbox
+	// Filters, Ranks and Snapshots are the stores of the content filters
+	// and the ranked timeline (TestFilters).
+	Filters   feed.FilterStore
+	Ranks     feed.RankStore
+	Snapshots feed.SnapshotStore
 	// Jobs returns the jobs that the stores enqueued in their transactions
 	// since the last call, and forgets them.
 	Jobs func() []feed.Job

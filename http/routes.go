@@ -64,6 +64,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/blocks", v1(s.v1UserList(feed.BlockedList)))
 	mux.Handle("PUT /v1/blocks/{id}", v1(s.v1Block(true)))
 	mux.Handle("DELETE /v1/blocks/{id}", v1(s.v1Block(false)))
+	mux.Handle("GET /v1/muted-words", v1(s.v1MutedWords()))
+	mux.Handle("PUT /v1/muted-words/{word}", v1(s.v1SetMutedWord(true)))
+	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.v1SetMutedWord(false)))
+	mux.Handle("POST /v1/posts/{id}/report", v1(s.v1Report()))
 	mux.Handle("/v1/", s.v1NotFound())
 
 	// feedd's own web page (web/): the document at exactly / and its

@@ -7,6 +7,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -250,6 +251,9 @@ type V1Post struct {
 	LikedByMe    bool     `json:"liked_by_me"`
 	CreatedAt    string   `json:"created_at"`
 	UpdatedAt    string   `json:"updated_at"`
+	// Rank is the post's score and features, in a ranked timeline asked
+	// with explain=true only.
+	Rank *feed.Rank `json:"rank,omitempty"`
 }
 
 // NewV1Post renders a hydrated post.
@@ -545,15 +549,21 @@ func (s *Server) v1Likers() http.Handler {
 }
 
 // v1Timeline serves a page of the caller's follow feed under the opaque
-// keyset cursor, with the next page's URL in a Link header.
+// keyset cursor, with the next page's URL in a Link header; with
+// order=ranked, the ranked timeline (rank.go).
 func (s *Server) v1Timeline() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit, err := queryLimit(r, feed.MaxTimelineLimit)
 		if err == nil {
 			limit, err = feed.TimelineLimit(limit)
 		}
-		if err != nil {
+		ranked, explain, oerr := timelineOrder(r)
+		if err = cmp.Or(err, oerr); err != nil {
 			s.v1Fail(w, r, err)
+			return
+		}
+		if ranked {
+			s.v1RankedTimeline(w, r, limit, explain)
 			return
 		}
 		after, err := queryCursor(r)

@@ -54,7 +54,7 @@ func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []feed.Job) {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
 		Inbox:  &postgres.Inbox{DB: db},
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
@@ -436,3 +436,5 @@ func TestSessionSweepClock(t *testing.T) {
 		t.Fatalf("sessions after the sweep: %v (%v), want [new]", tokens, err)
 	}
 }
+
+func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }

@@ -15,6 +15,7 @@
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
 //	{Prefix}rate:{<key>}          hash: n, ends (ms): an abuse-limit counter and its window; PEXPIRE'd
+//	{Prefix}rank:{<userID>}:<id>  string: a ranked snapshot's items (JSON); PEXPIRE'd
 //
 // The braces are Redis Cluster hash tags: every key names one entity, and
 // every script touches one key, so each runs on the node that owns the key.

@@ -184,10 +184,11 @@ func openBackendLayout(t *testing.T, open func(t testing.TB) (goredis.UniversalC
 	}
 	rdb, prefix := open(t)
 	return &feedtest.Backend{
-		Users: db, Posts: db, Follows: db, Social: db,
-		Auth:   redis.NewAuthStore(rdb, prefix),
-		Inbox:  rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20, Layout: layout})},
-		Outbox: redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
+		Users: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db,
+		Snapshots: redis.NewSnapshots(rdb, prefix),
+		Auth:      redis.NewAuthStore(rdb, prefix),
+		Inbox:     rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20, Layout: layout})},
+		Outbox:    redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
 		Jobs: func() []feed.Job {
 			mu.Lock()
 			defer mu.Unlock()
@@ -666,5 +667,11 @@ func TestPackedBodyLost(t *testing.T) {
 		if n != 10 {
 			t.Fatalf("Len = %d, want 10", n)
 		}
+	})
+}
+
+func TestFilters(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestFilters(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
 	})
 }

@@ -38,7 +38,8 @@ func openBenchWorld(b *testing.B) *benchWorld {
 	db.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
 	w := &benchWorld{db: db}
 	ib := &sqlite.Inbox{DB: db}
-	w.svc = &feed.Service{Users: db, Auth: db, Posts: db, Follows: db, Social: db, Outbox: &sqlite.Outbox{DB: db}, Inbox: ib}
+	w.svc = &feed.Service{Users: db, Auth: db, Posts: db, Follows: db, Social: db, Outbox: &sqlite.Outbox{DB: db}, Inbox: ib,
+		Filters: db, Ranks: db, Snapshots: db}
 	now := time.UnixMilli(1_800_000_000_000)
 	viewer, err := db.FindOrCreateUser(ctx, "13800000000", "viewer", now)
 	if err != nil {

@@ -42,7 +42,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 		return nil
 	}
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
 		Inbox:  &sqlite.Inbox{DB: db},
 		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []feed.Job {
@@ -190,3 +190,5 @@ func TestSessionSweepClock(t *testing.T) {
 		t.Fatalf("sessions after the sweep: %v (%v), want [new]", tokens, err)
 	}
 }
+
+func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }

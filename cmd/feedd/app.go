@@ -154,6 +154,9 @@ type stores interface {
 	feed.PostStore
 	feed.FollowStore
 	feed.SocialStore
+	feed.FilterStore
+	feed.RankStore
+	feed.SnapshotStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -248,6 +251,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 
 	var auth feed.AuthStore = st
+	var snapshots feed.SnapshotStore = st
 	rdb, err := redisClient(c)
 	if err != nil {
 		return nil, err
@@ -271,6 +275,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		rr.Durable = rates // the limits hold through a Redis loss
 		rates = rr
 		a.ready = append(a.ready, feedhttp.ReadyCheck{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+		snapshots = redis.NewSnapshots(rdb, c.redisPrefix)
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -306,7 +311,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
+		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 	}
+	// Moderation (reports, hide, restore) is on the admin listener only.
+	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()
 	return a, nil
 }
 

@@ -34,6 +34,7 @@ Usage:
   feedd bench memory  [flags]   Redis bytes per inbox entry at the cap, default and recommended settings
   feedd bench stream  [flags]   live stream: event latency after publish, memory of --streams idle streams
   feedd bench mixed   [flags]   open-loop mixed traffic at --rate: latency, shedding and feed freshness
+  feedd bench rank    [flags]   NDCG@10 of the ranked timeline against the chronological one, and page latency
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -70,6 +71,7 @@ type benchFlags struct {
 	pubShare     float64
 	maxInFlight  int
 	workersApart bool
+	rank         bench.RankOptions
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -79,17 +81,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream or mixed")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed or rank")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream or mixed)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed or rank)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -304,6 +306,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "rank":
+		r, err := bench.Rank(ctx, env, bf.rank)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -362,6 +371,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
+	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

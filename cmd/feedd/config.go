@@ -61,6 +61,9 @@ type config struct {
 	maxReads       int           // shed.go
 	maxWrites      int           // shed.go
 	shedWait       time.Duration // shed.go
+	// The ranked timeline and the filters (rankflags.go).
+	rank            feed.RankSettings
+	reportThreshold int
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -140,6 +143,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
 	num(&c.maxWrites, "max-writes", "FEED_MAX_WRITES", defaultMaxWrites, "most other requests served at once; more wait up to 10x --shed-wait, then get 503 (0: no limit)")
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
+	declareRankFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -214,6 +218,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if _, err := redis.ParseLayout(c.inboxLayout); err != nil {
 		return nil, fmt.Errorf("--inbox-layout: %w", err)
+	}
+	if err := c.validRank(); err != nil {
+		return nil, err
 	}
 	if err := c.parseRedisURL(); err != nil {
 		return nil, err

@@ -297,6 +297,8 @@ func TestV1API(t *testing.T) {
 	}
 	c.refused(401, "unauthorized", "DELETE", "/v1/auth/session", cc, nil)
 
+	v1FilterExchanges(t, c, a, b, c.publish(a, "reported").ID)
+
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),
 	// which check them against the document too; 503 is also a refusal

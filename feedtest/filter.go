@@ -1,0 +1,322 @@
+package feedtest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+// TestFilters runs the contract of the content filters and the ranked
+// timeline's stores (feed.FilterStore, feed.RankStore, feed.SnapshotStore)
+// on the backend, then the filters and the ranked timeline of feed.Service
+// on top of it. open must return an empty backend on every call.
+func TestFilters(t *testing.T, open func(t *testing.T) *Backend) {
+	t.Run("MutedWords", func(t *testing.T) { testMutedWords(t, open(t)) })
+	t.Run("Reports", func(t *testing.T) { testReports(t, open(t)) })
+	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, open(t)) })
+	t.Run("Affinity", func(t *testing.T) { testAffinity(t, open(t)) })
+	t.Run("FilteredFeeds", func(t *testing.T) { testFilteredFeeds(t, open(t)) })
+	t.Run("RankedScroll", func(t *testing.T) { testRankedScroll(t, open(t)) })
+}
+
+func testMutedWords(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	now := base()
+	u, v := newUser(t, b, 1, now).ID, newUser(t, b, 2, now).ID
+	for _, w := range []string{"spoiler", "ελλάδα", "剧透", "spoiler"} {
+		must(t, b.Filters.SetMutedWord(ctx, u, w, true, now), "SetMutedWord")
+	}
+	got, err := b.Filters.MutedWords(ctx, u)
+	must(t, err, "MutedWords")
+	if want := []string{"spoiler", "ελλάδα", "剧透"}; !slices.Equal(got, want) {
+		t.Fatalf("MutedWords = %q, want %q (sorted, each once)", got, want)
+	}
+	if got, _ := b.Filters.MutedWords(ctx, v); len(got) != 0 {
+		t.Fatalf("another user's muted words = %q, want none", got)
+	}
+	must(t, b.Filters.SetMutedWord(ctx, u, "spoiler", false, now), "unmute")
+	must(t, b.Filters.SetMutedWord(ctx, u, "spoiler", false, now), "unmute again")
+	words, hidden, err := b.Filters.FeedFilter(ctx, u, []int64{1, 2})
+	must(t, err, "FeedFilter")
+	if want := []string{"ελλάδα", "剧透"}; !slices.Equal(words, want) || len(hidden) != 0 {
+		t.Fatalf("FeedFilter = %q, %v; want %q and nothing hidden", words, hidden, want)
+	}
+	for i := len(words); i < feed.MaxMutedWords; i++ {
+		must(t, b.Filters.SetMutedWord(ctx, v, fmt.Sprintf("w%03d", i), true, now), "fill")
+	}
+	must(t, b.Filters.SetMutedWord(ctx, u, "剧透", true, now), "re-adding an existing word")
+	for i := range feed.MaxMutedWords - len(words) {
+		must(t, b.Filters.SetMutedWord(ctx, u, fmt.Sprintf("x%03d", i), true, now), "fill")
+	}
+	wantCode(t, b.Filters.SetMutedWord(ctx, u, "onemore", true, now), feed.ECONFLICT, "a word over the limit")
+}
+
+func testReports(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	now := base()
+	ids := newUsers(t, b, 4, now)
+	author := ids[0]
+	p := &feed.Post{UserID: author, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
+	q := &feed.Post{UserID: author, Title: "u", Content: "c", CreatedAt: now, UpdatedAt: now}
+	must(t, b.Posts.CreatePost(ctx, p), "CreatePost")
+	must(t, b.Posts.CreatePost(ctx, q), "CreatePost")
+	for i, want := range []int{1, 1, 2, 3} {
+		reporter := ids[1+max(i-1, 0)]
+		n, err := b.Filters.Report(ctx, p.ID, reporter, fmt.Sprintf("reason %d", i), now.Add(time.Duration(i)*time.Millisecond))
+		must(t, err, "Report")
+		if n != want {
+			t.Fatalf("report %d: %d distinct reporters, want %d", i, n, want)
+		}
+	}
+	_, err := b.Filters.Report(ctx, 1<<40, ids[1], "x", now)
+	wantCode(t, err, feed.ENOTFOUND, "report of a missing post")
+	wantCode(t, b.Filters.SetHidden(ctx, 1<<40, true, now), feed.ENOTFOUND, "hide a missing post")
+
+	_, hidden, err := b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID, q.ID})
+	must(t, err, "FeedFilter")
+	if len(hidden) != 0 {
+		t.Fatalf("hidden before SetHidden: %v", hidden)
+	}
+	must(t, b.Filters.SetHidden(ctx, p.ID, true, now), "SetHidden")
+	must(t, b.Filters.SetHidden(ctx, p.ID, true, now), "SetHidden again")
+	_, hidden, err = b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID, q.ID})
+	must(t, err, "FeedFilter")
+	if !hidden[p.ID] || hidden[q.ID] {
+		t.Fatalf("hidden = %v, want only %d", hidden, p.ID)
+	}
+	must(t, b.Filters.SetHidden(ctx, q.ID, true, now), "SetHidden without reports")
+	list, err := b.Filters.Reported(ctx, 0, 10)
+	must(t, err, "Reported")
+	want := []feed.ReportedPost{
+		{PostID: q.ID, AuthorID: author, Title: "u", Hidden: true},
+		{PostID: p.ID, AuthorID: author, Title: "t", Reports: 3, LastReason: "reason 3", Hidden: true},
+	}
+	if !slices.Equal(list, want) {
+		t.Fatalf("Reported = %+v\nwant %+v", list, want)
+	}
+	if list, _ := b.Filters.Reported(ctx, q.ID, 10); len(list) != 1 || list[0].PostID != p.ID {
+		t.Fatalf("Reported before %d = %+v, want post %d alone", q.ID, list, p.ID)
+	}
+	// Restoring clears the reports: it takes a new round to hide it again.
+	must(t, b.Filters.SetHidden(ctx, p.ID, false, now), "restore")
+	_, hidden, _ = b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID})
+	if hidden[p.ID] {
+		t.Fatal("a restored post is still hidden")
+	}
+	if n, err := b.Filters.Report(ctx, p.ID, ids[1], "again", now); err != nil || n != 1 {
+		t.Fatalf("report after restore: %d, %v; want 1 reporter", n, err)
+	}
+}
+
+func testSnapshots(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	now := time.Now()
+	items := make([]feed.RankedItem, 25)
+	for i := range items {
+		items[i] = feed.RankedItem{PostID: int64(100 - i), Score: int64(1000 + i), Rank: feed.Rank{Score: float64(25 - i), Features: map[string]float64{"recency": 0.5}}}
+	}
+	id := "0123456789abcdef0123456789abcdef"
+	must(t, b.Snapshots.SaveSnapshot(ctx, 7, id, items, now, now.Add(time.Minute)), "SaveSnapshot")
+	var got []feed.RankedItem
+	for off := 0; ; off += 10 {
+		page, more, err := b.Snapshots.Snapshot(ctx, 7, id, off, 10, time.Now())
+		must(t, err, "Snapshot")
+		got = append(got, page...)
+		if !more {
+			break
+		}
+	}
+	if len(got) != len(items) || got[3].PostID != items[3].PostID || got[3].Rank.Score != items[3].Rank.Score || got[3].Rank.Features["recency"] != 0.5 {
+		t.Fatalf("read back %d items (%+v...), want %d equal to those saved", len(got), got[:min(len(got), 4)], len(items))
+	}
+	if page, more, err := b.Snapshots.Snapshot(ctx, 7, id, 30, 10, time.Now()); err != nil || len(page) != 0 || more {
+		t.Fatalf("read past the end: %v, %v, %v; want nothing", page, more, err)
+	}
+	_, _, err := b.Snapshots.Snapshot(ctx, 8, id, 0, 10, time.Now())
+	wantCode(t, err, feed.ENOTFOUND, "another viewer's snapshot")
+	short := "fedcba9876543210fedcba9876543210"
+	must(t, b.Snapshots.SaveSnapshot(ctx, 7, short, items, now, now.Add(50*time.Millisecond)), "SaveSnapshot")
+	time.Sleep(150 * time.Millisecond)
+	_, _, err = b.Snapshots.Snapshot(ctx, 7, short, 0, 10, time.Now())
+	wantCode(t, err, feed.ENOTFOUND, "an expired snapshot")
+}
+
+func testAffinity(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	now := base()
+	ids := newUsers(t, b, 4, now)
+	viewer, fav, other, stranger := ids[0], ids[1], ids[2], ids[3]
+	must(t, b.Follows.SetFollow(ctx, viewer, fav, true, now.Add(-48*time.Hour)), "SetFollow")
+	must(t, b.Follows.SetFollow(ctx, viewer, other, true, now.Add(-time.Hour)), "SetFollow")
+	for i := range 3 {
+		p := &feed.Post{UserID: fav, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
+		must(t, b.Posts.CreatePost(ctx, p), "CreatePost")
+		// One like now, one a half-life ago, one before the window.
+		at := []time.Time{now, now.Add(-24 * time.Hour), now.Add(-100 * time.Hour)}[i]
+		must(t, b.Posts.SetLike(ctx, p.ID, viewer, true, at), "SetLike")
+	}
+	aff, err := b.Ranks.Affinity(ctx, viewer, []int64{fav, other, stranger}, now.Add(-72*time.Hour), now, 24*time.Hour)
+	must(t, err, "Affinity")
+	if a := aff[fav]; a.Likes < 1.49 || a.Likes > 1.51 || !a.FollowedAt.Equal(now.Add(-48*time.Hour)) {
+		t.Fatalf("affinity to the favourite = %+v, want likes 1.5 (1 + 0.5) and followed 48h ago", a)
+	}
+	if a := aff[other]; a.Likes != 0 || !a.FollowedAt.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("affinity to a followee never liked = %+v", a)
+	}
+	if a := aff[stranger]; a != (feed.Affinity{}) {
+		t.Fatalf("affinity to a stranger = %+v, want zero", a)
+	}
+}
+
+// filterService is the world's service with the filters' settings.
+func filterService(w *world) *feed.Service {
+	w.svc.ReportThreshold = 3
+	return w.svc
+}
+
+// testFilteredFeeds checks that a muted word and a hidden post leave every
+// timeline (both native orders and the compatible scroll), that the author
+// still sees their own posts, and that the compatible cursor keeps counting
+// filtered entries like deleted ones.
+func testFilteredFeeds(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	w := newWorld(t, b, newRand(t))
+	svc := filterService(w)
+	a1 := w.authors[2]
+	var posts []*feed.Post
+	for i := range 6 {
+		w.clock.Add(1)
+		title := fmt.Sprintf("post %d", i)
+		if i == 2 {
+			title = "Big SPOILER ahead"
+		}
+		p, err := svc.Publish(ctx, a1, feed.PostInput{Title: title, Content: "text"})
+		must(t, err, "Publish")
+		w.posts[p.ID] = p
+		posts = append(posts, p)
+	}
+	w.drain()
+	_, err := svc.SetMutedWord(ctx, w.v1, "Spoiler", true)
+	must(t, err, "SetMutedWord")
+	for _, r := range w.authors[3:5] {
+		must(t, svc.Report(ctx, r, posts[4].ID, "spam"), "Report")
+	}
+	must(t, svc.Report(ctx, w.v2, posts[4].ID, "spam"), "Report")
+	wantCode(t, svc.Report(ctx, a1, posts[4].ID, "mine"), feed.EINVALID, "reporting one's own post")
+
+	want := []int64{posts[5].ID, posts[3].ID, posts[1].ID, posts[0].ID}
+	// The compatible scroll, two entries a page: the filtered entries
+	// still count, so no page repeats or loses a post.
+	var got []int64
+	c := feed.ScrollCursor{LastID: w.clock.Load() + 1}
+	for range 10 {
+		s, err := svc.ScrollFeed(ctx, w.v1, c, 2)
+		must(t, err, "ScrollFeed")
+		if s == nil {
+			break
+		}
+		for _, v := range s.List {
+			got = append(got, v.ID)
+		}
+		c = feed.ScrollCursor{LastID: s.MinTime, Offset: s.Offset}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("compatible scroll = %v, want %v (muted and hidden posts dropped)", got, want)
+	}
+	page, err := svc.Timeline(ctx, w.v1, nil, 10)
+	must(t, err, "Timeline")
+	if got := viewIDs(page.List); !slices.Equal(got, want) {
+		t.Fatalf("timeline = %v, want %v", got, want)
+	}
+	ranked, err := svc.RankedTimeline(ctx, w.v1, nil, 10)
+	must(t, err, "RankedTimeline")
+	if got := viewIDs(ranked.List); len(got) != len(want) || slices.Contains(got, posts[2].ID) || slices.Contains(got, posts[4].ID) {
+		t.Fatalf("ranked timeline = %v, want %v in some order", got, want)
+	}
+	// The author sees their own hidden post.
+	mine, err := svc.Timeline(ctx, a1, nil, 10)
+	must(t, err, "Timeline")
+	if !slices.Contains(viewIDs(mine.List), posts[4].ID) {
+		t.Fatalf("the author's timeline %v lacks their hidden post %d", viewIDs(mine.List), posts[4].ID)
+	}
+	// Restored, it is back for everyone.
+	must(t, svc.Moderate(ctx, posts[4].ID, false), "restore")
+	page, err = svc.Timeline(ctx, w.v1, nil, 10)
+	must(t, err, "Timeline")
+	if !slices.Contains(viewIDs(page.List), posts[4].ID) {
+		t.Fatalf("a restored post is still missing: %v", viewIDs(page.List))
+	}
+}
+
+func viewIDs(vs []feed.PostView) []int64 {
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		out[i] = v.ID
+	}
+	return out
+}
+
+// testRankedScroll scrolls a ranked timeline page by page while posts are
+// published and deleted: no post repeats, the pages follow the snapshot's
+// order (scores non-increasing), every page's rank is there, and deleted
+// posts are dropped from pages read after the delete.
+func testRankedScroll(t *testing.T, b *Backend) {
+	ctx := t.Context()
+	w := newWorld(t, b, newRand(t))
+	svc := w.svc
+	r := w.r
+	feedAuthors := []int64{w.v1, w.authors[2], w.authors[3], w.authors[4]}
+	for range 40 {
+		w.clock.Add(int64(r.IntN(3)))
+		w.publish(feedAuthors[r.IntN(len(feedAuthors))])
+	}
+	for _, id := range w.order[:20] {
+		if r.IntN(3) == 0 {
+			must(t, svc.SetLike(ctx, w.v1, id, true), "SetLike")
+		}
+	}
+	seen := map[int64]bool{}
+	var next *feed.RankCursor
+	var deleted int64
+	last := 1e300
+	for page := 0; page < 20; page++ {
+		res, err := svc.RankedTimeline(ctx, w.v1, next, 5)
+		must(t, err, "RankedTimeline")
+		for _, v := range res.List {
+			if seen[v.ID] {
+				t.Fatalf("page %d repeats post %d", page, v.ID)
+			}
+			if v.Rank == nil || v.Rank.Score > last+1e-9 {
+				t.Fatalf("page %d: post %d rank %+v after score %v", page, v.ID, v.Rank, last)
+			}
+			if v.ID == deleted {
+				t.Fatalf("page %d shows post %d deleted before it was read", page, v.ID)
+			}
+			seen[v.ID], last = true, v.Rank.Score
+		}
+		if res.Next == nil {
+			break
+		}
+		next = res.Next
+		// New posts arrive; one not yet seen is deleted.
+		w.clock.Add(1)
+		w.publish(feedAuthors[r.IntN(len(feedAuthors))])
+		if deleted == 0 {
+			for _, id := range w.order[:40] {
+				if p := w.posts[id]; !seen[id] && p.UserID == w.v1 {
+					deleted = id
+					w.delete(id)
+					break
+				}
+			}
+		}
+	}
+	if want := 40 - min(deleted, 1); len(seen) != int(want) {
+		t.Fatalf("the ranked scroll showed %d posts, want the %d of its snapshot", len(seen), want)
+	}
+	_, err := svc.RankedTimeline(ctx, w.v2, next, 5)
+	wantCode(t, err, feed.EINVALID, "another user's ranked cursor")
+}

@@ -1,0 +1,266 @@
+package feed
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the content filters.
+const (
+	// DefaultReportThreshold is how many distinct users must report a post
+	// before it is hidden from everyone but its author.
+	DefaultReportThreshold = 3
+	// MaxMutedWords bounds one user's muted words.
+	MaxMutedWords = 200
+	// MaxMutedWordLen bounds a muted word, in characters.
+	MaxMutedWordLen = 64
+	// MaxReportReason bounds a report's reason, in characters.
+	MaxReportReason = 500
+	// MaxReportedLimit bounds a page of the admin's list of reported posts.
+	MaxReportedLimit = 200
+)
+
+// FilterStore persists what hides posts from feeds: each user's muted
+// words, reports of posts, and posts hidden by moderation.
+// Implementations: sqlite.DB, postgres.DB; feedtest.TestFilterStore is
+// the contract.
+type FilterStore interface {
+	// SetMutedWord adds (mute) or removes word, already normalised by
+	// NormalizeWord, from userID's muted words. Idempotent. ECONFLICT when
+	// adding a word would exceed MaxMutedWords.
+	SetMutedWord(ctx context.Context, userID int64, word string, mute bool, now time.Time) error
+	// MutedWords returns userID's muted words, sorted.
+	MutedWords(ctx context.Context, userID int64) ([]string, error)
+	// Report records reporterID's report of postID (one per reporter: a
+	// second report replaces the reason) and returns how many distinct
+	// users have reported the post since it was last restored. ENOTFOUND
+	// if the post does not exist.
+	Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time) (int, error)
+	// SetHidden hides a post (hidden) or restores it; restoring also
+	// clears its reports, so it takes a new round of reports to hide it
+	// again. Idempotent. ENOTFOUND if the post does not exist.
+	SetHidden(ctx context.Context, postID int64, hidden bool, now time.Time) error
+	// FeedFilter returns what filters a feed page of viewerID: the
+	// viewer's muted words and which of ids are hidden. One round trip.
+	FeedFilter(ctx context.Context, viewerID int64, ids []int64) ([]string, map[int64]bool, error)
+	// Reported lists the posts that have reports or are hidden, by post
+	// id descending, those with ids below before (0: from the newest), at
+	// most limit.
+	Reported(ctx context.Context, before int64, limit int) ([]ReportedPost, error)
+}
+
+// ReportedPost is a post in the moderation list.
+type ReportedPost struct {
+	PostID     int64
+	AuthorID   int64
+	Title      string
+	Reports    int    // distinct reporters since the last restore
+	LastReason string // the reason of the latest report ("" if none)
+	Hidden     bool
+}
+
+// NormalizeWord validates a muted word and returns its folded form, the one
+// that is stored and matched. A word is one run of letters, digits and
+// combining marks (no spaces or punctuation), at most MaxMutedWordLen
+// characters.
+func NormalizeWord(word string) (string, error) {
+	word = strings.TrimSpace(word)
+	switch {
+	case word == "":
+		return "", Errorf(EINVALID, "word must not be empty")
+	case !utf8.ValidString(word):
+		return "", Errorf(EINVALID, "word must be valid UTF-8")
+	case utf8.RuneCountInString(word) > MaxMutedWordLen:
+		return "", Errorf(EINVALID, "word must be at most %d characters", MaxMutedWordLen)
+	}
+	for _, r := range word {
+		if !wordRune(r) {
+			return "", Errorf(EINVALID, "word must be letters and digits only (one word, no spaces or punctuation)")
+		}
+	}
+	return foldString(word), nil
+}
+
+// MatchesMutedWord reports whether text contains word (a NormalizeWord
+// result) under the muted-word rule: case-insensitive by Unicode simple
+// case folding (so "Σ", "σ" and "ς" match each other), and whole-word,
+// where a word is a run of letters, digits and combining marks. Scripts
+// written without spaces (Han, Hiragana, Katakana) have no word
+// boundaries to find, so a word holding any such character matches
+// wherever it occurs as a substring, and those characters also end the
+// words of other scripts around them ("golang" matches in "我爱golang").
+func MatchesMutedWord(text, word string) bool {
+	if word == "" {
+		return false
+	}
+	text = foldString(text)
+	if strings.IndexFunc(word, unspacedRune) >= 0 {
+		return strings.Contains(text, word)
+	}
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		before, _ := utf8.DecodeLastRuneInString(text[:start])
+		after, _ := utf8.DecodeRuneInString(text[end:])
+		if (start == 0 || !inWord(before)) && (end == len(text) || !inWord(after)) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(text[start:])
+		i = start + size
+	}
+	return false
+}
+
+// mutedBy reports whether the post v is hidden by one of words.
+func mutedBy(v *PostView, words []string) bool {
+	for _, w := range words {
+		if MatchesMutedWord(v.Title, w) || MatchesMutedWord(v.Content, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
+}
+
+// unspacedRune reports whether r belongs to a script written without
+// spaces between words.
+func unspacedRune(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
+}
+
+// inWord reports whether r continues a word of a spaced script.
+func inWord(r rune) bool { return r != utf8.RuneError && wordRune(r) && !unspacedRune(r) }
+
+// foldString maps every rune to one canonical form of all its case
+// variants: the lower case of the smallest rune of its simple case folding
+// orbit (so "Σ", "σ" and "ς" all become "σ", and the folded form reads as
+// lower case).
+func foldString(s string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return unicode.ToLower(m)
+	}, s)
+}
+
+// filterViews drops from views the posts viewerID must not see: hidden by
+// moderation, or matching one of the viewer's muted words. The viewer's own
+// posts are never filtered. One store call.
+func (s *Service) filterViews(ctx context.Context, viewerID int64, views []PostView) ([]PostView, error) {
+	if len(views) == 0 {
+		return views, nil
+	}
+	ids := make([]int64, len(views))
+	for i, v := range views {
+		ids[i] = v.ID
+	}
+	words, hidden, err := s.Filters.FeedFilter(ctx, viewerID, ids)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(views, func(v PostView) bool {
+		return v.UserID != viewerID && (hidden[v.ID] || mutedBy(&v, words))
+	}), nil
+}
+
+// MutedWords returns userID's muted words.
+func (s *Service) MutedWords(ctx context.Context, userID int64) ([]string, error) {
+	return s.Filters.MutedWords(ctx, userID)
+}
+
+// SetMutedWord mutes (mute) or unmutes word for userID and returns the
+// stored (folded) form. Idempotent.
+func (s *Service) SetMutedWord(ctx context.Context, userID int64, word string, mute bool) (string, error) {
+	w, err := NormalizeWord(word)
+	if err != nil {
+		return "", err
+	}
+	return w, s.Filters.SetMutedWord(ctx, userID, w, mute, s.now())
+}
+
+func (s *Service) reportThreshold() int {
+	if s.ReportThreshold > 0 {
+		return s.ReportThreshold
+	}
+	return DefaultReportThreshold
+}
+
+// Report records userID's report of post id. When ReportThreshold distinct
+// users have reported it, the post is hidden from everyone but its author
+// until an admin restores it. Reporting your own post is refused.
+func (s *Service) Report(ctx context.Context, userID, id int64, reason string) error {
+	if err := validID("id", id); err != nil {
+		return err
+	}
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return Errorf(EINVALID, "reason must not be empty")
+	case !utf8.ValidString(reason):
+		return Errorf(EINVALID, "reason must be valid UTF-8")
+	case utf8.RuneCountInString(reason) > MaxReportReason:
+		return Errorf(EINVALID, "reason must be at most %d characters", MaxReportReason)
+	}
+	p, err := s.Posts.Post(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.UserID == userID {
+		return Errorf(EINVALID, "you cannot report your own post")
+	}
+	n, err := s.Filters.Report(ctx, id, userID, reason, s.now())
+	if err != nil {
+		return err
+	}
+	if n >= s.reportThreshold() {
+		s.log().Info("post hidden by reports", "post_id", id, "reports", n)
+		return s.Filters.SetHidden(ctx, id, true, s.now())
+	}
+	return nil
+}
+
+// Moderate hides (hide) or restores post id. It is an admin's action: the
+// caller has checked who is asking (the admin listener).
+func (s *Service) Moderate(ctx context.Context, id int64, hide bool) error {
+	if err := validID("id", id); err != nil {
+		return err
+	}
+	return s.Filters.SetHidden(ctx, id, hide, s.now())
+}
+
+// Reported returns a page of the posts with reports or hidden, newest
+// first, below post id before (0: from the newest), and the cursor of the
+// next page (0 at the end).
+func (s *Service) Reported(ctx context.Context, before int64, limit int) ([]ReportedPost, int64, error) {
+	if before < 0 {
+		return nil, 0, Errorf(EINVALID, "cursor is not one this server returned")
+	}
+	if limit == 0 {
+		limit = DefaultTimelineLimit
+	}
+	if limit < 1 || limit > MaxReportedLimit {
+		return nil, 0, Errorf(EINVALID, "limit must be an integer from 1 to %d", MaxReportedLimit)
+	}
+	ps, err := s.Filters.Reported(ctx, before, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next int64
+	if len(ps) > limit {
+		ps = ps[:limit]
+		next = ps[limit-1].PostID
+	}
+	return ps, next, nil
+}

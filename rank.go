@@ -1,0 +1,420 @@
+package feed
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RankSettings are the knobs of the ranked timeline's model. Every field is
+// a setting of the command (cmd/feedd/config.go) with the default of
+// DefaultRankSettings.
+//
+// The model is a weighted sum of five features, each in [0, 1]:
+//
+//	recency     2^(-age/RecencyHalfLife): how fresh the post is
+//	affinity    n/(n+AffinityPrior), n = the viewer's likes of the author's
+//	            posts in the last AffinityWindow, each weighing
+//	            2^(-age/AffinityHalfLife): who the viewer shows interest in
+//	follow_age  1-2^(-d/FollowHalfLife), d = how long the viewer has
+//	            followed the author (0 for the viewer's own posts)
+//	engagement  (likes+1)/(likes+1+EngagementPrior): the post's likes, with
+//	            a prior so that a new post is not buried
+//	liked       1 when the viewer already likes the post
+//
+// score = WRecency·recency + WAffinity·affinity + WFollowAge·follow_age +
+// WEngagement·engagement − WLiked·liked. Ties keep feed order.
+type RankSettings struct {
+	Window           time.Duration // candidates: timeline entries at most this old
+	Candidates       int           // at most this many entries are ranked
+	SnapshotTTL      time.Duration // how long a ranked scroll's order is kept
+	RecencyHalfLife  time.Duration
+	AffinityWindow   time.Duration
+	AffinityHalfLife time.Duration
+	AffinityPrior    float64
+	FollowHalfLife   time.Duration
+	EngagementPrior  float64
+	WRecency         float64
+	WAffinity        float64
+	WFollowAge       float64
+	WEngagement      float64
+	WLiked           float64
+}
+
+// DefaultRankSettings returns the documented defaults of the ranked
+// timeline.
+func DefaultRankSettings() RankSettings {
+	return RankSettings{
+		Window:           72 * time.Hour,
+		Candidates:       300,
+		SnapshotTTL:      30 * time.Minute,
+		RecencyHalfLife:  12 * time.Hour,
+		AffinityWindow:   30 * 24 * time.Hour,
+		AffinityHalfLife: 7 * 24 * time.Hour,
+		AffinityPrior:    2,
+		FollowHalfLife:   30 * 24 * time.Hour,
+		EngagementPrior:  10,
+		WRecency:         1,
+		WAffinity:        2,
+		WFollowAge:       0.2,
+		WEngagement:      0.5,
+		WLiked:           1.5,
+	}
+}
+
+// MaxRankCandidates bounds RankSettings.Candidates.
+const MaxRankCandidates = 2000
+
+// Validate returns EINVALID describing the first unusable setting.
+func (rs RankSettings) Validate() error {
+	switch {
+	case rs.Window <= 0:
+		return Errorf(EINVALID, "rank window must be positive")
+	case rs.Candidates < 1 || rs.Candidates > MaxRankCandidates:
+		return Errorf(EINVALID, "rank candidates must be from 1 to %d", MaxRankCandidates)
+	case rs.SnapshotTTL < time.Second:
+		return Errorf(EINVALID, "rank snapshot TTL must be at least 1s")
+	case rs.RecencyHalfLife <= 0 || rs.AffinityHalfLife <= 0 || rs.FollowHalfLife <= 0:
+		return Errorf(EINVALID, "rank half-lives must be positive")
+	case rs.AffinityWindow <= 0:
+		return Errorf(EINVALID, "rank affinity window must be positive")
+	case rs.AffinityPrior <= 0 || rs.EngagementPrior <= 0:
+		return Errorf(EINVALID, "rank priors must be positive")
+	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0:
+		return Errorf(EINVALID, "rank weights must not be negative")
+	}
+	return nil
+}
+
+// Rank is a post's place in a ranked timeline: its score and the features
+// it was computed from, by name.
+type Rank struct {
+	Score    float64            `json:"score"`
+	Features map[string]float64 `json:"features"`
+}
+
+// RankedItem is one entry of a ranked snapshot.
+type RankedItem struct {
+	PostID int64
+	Score  int64 // the entry's feed score (creation ms)
+	Rank   Rank
+}
+
+// RankCandidate is what the model reads of a candidate post.
+type RankCandidate struct {
+	PostID        int64
+	AuthorID      int64
+	Score         int64 // creation ms
+	Likes         int
+	LikedByViewer bool
+}
+
+// Affinity is what a viewer's history says about one author.
+type Affinity struct {
+	// Likes is the viewer's likes of the author's posts since the window
+	// start, each weighted 2^(-age/halfLife).
+	Likes float64
+	// FollowedAt is when the viewer started following the author; zero if
+	// the viewer does not.
+	FollowedAt time.Time
+}
+
+// RankStore reads what the ranking model learns from.
+// Implementations: sqlite.DB, postgres.DB.
+type RankStore interface {
+	// Candidates returns the posts among ids that exist, by id, with
+	// whether viewerID likes them. One round trip. (Whether the author
+	// still belongs in the viewer's feed is decided when a page is read.)
+	Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]RankCandidate, error)
+	// Affinity returns, for each of authorIDs that viewerID liked a post of
+	// since `since` or follows, the Affinity; likes weigh
+	// 2^(-(now-liked_at)/halfLife). One round trip.
+	Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]Affinity, error)
+}
+
+// SnapshotStore keeps the order of ranked scrolls.
+// Implementations: sqlite.DB, postgres.DB, redis.Snapshots;
+// feedtest.TestSnapshotStore is the contract.
+type SnapshotStore interface {
+	// SaveSnapshot stores items as viewerID's snapshot id until expires.
+	SaveSnapshot(ctx context.Context, viewerID int64, id string, items []RankedItem, now, expires time.Time) error
+	// Snapshot returns at most limit items of viewerID's snapshot id after
+	// skipping offset, and whether more follow. ENOTFOUND when there is no
+	// such snapshot of viewerID or it has expired.
+	Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]RankedItem, bool, error)
+}
+
+// RankedPage is one page of the ranked timeline. List[i].Rank holds the
+// post's score and features.
+type RankedPage struct {
+	List []PostView
+	Next *RankCursor // nil at the end
+}
+
+func (s *Service) rankSettings() RankSettings {
+	if s.Rank != nil {
+		return *s.Rank
+	}
+	return DefaultRankSettings()
+}
+
+// RankedTimeline returns a page of userID's ranked timeline. Without a
+// cursor it ranks the candidates (userID's timeline entries of the last
+// Window, at most Candidates) and keeps the order as a snapshot for
+// SnapshotTTL; with one, it continues that snapshot, so posts that arrive
+// meanwhile never repeat or reshuffle the scroll. Every page is hydrated
+// like a chronological one (hydrateEntries): posts deleted, of authors
+// blocked or muted, hidden or matching a muted word are dropped when the
+// page is read, and keep their place in the cursor's count.
+func (s *Service) RankedTimeline(ctx context.Context, userID int64, after *RankCursor, limit int) (*RankedPage, error) {
+	limit, err := TimelineLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if after != nil {
+		read := func(pos, n int) ([]RankedItem, bool, error) {
+			items, more, err := s.Snapshots.Snapshot(ctx, userID, after.Snapshot, pos, n, s.now())
+			if ErrorCode(err) == ENOTFOUND {
+				return nil, false, Errorf(EINVALID, "cursor has expired or is not one this server returned; start again without a cursor")
+			}
+			return items, more, err
+		}
+		return s.rankedPage(ctx, userID, after.Snapshot, after.Pos, limit, read)
+	}
+	items, err := s.rankCandidates(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	id := ""
+	if len(items) > limit {
+		if id, err = s.snapshotID(); err != nil {
+			return nil, err
+		}
+		now := s.now()
+		if err := s.Snapshots.SaveSnapshot(ctx, userID, id, items, now, now.Add(s.rankSettings().SnapshotTTL)); err != nil {
+			return nil, err
+		}
+	}
+	read := func(pos, n int) ([]RankedItem, bool, error) {
+		end := min(pos+n, len(items))
+		return items[pos:end], end < len(items), nil
+	}
+	return s.rankedPage(ctx, userID, id, 0, limit, read)
+}
+
+// rankedPage reads items of a ranked order from pos with read, hydrating
+// and filtering them like the chronological loop (readPages) does, until
+// it holds limit views or the order ends. The next cursor names snapshot.
+func (s *Service) rankedPage(ctx context.Context, userID int64, snapshot string, pos, limit int,
+	read func(pos, n int) ([]RankedItem, bool, error)) (*RankedPage, error) {
+	page := &RankedPage{List: []PostView{}}
+	for range maxEmptyPages {
+		items, more, err := read(pos, limit-len(page.List))
+		if err != nil {
+			return nil, err
+		}
+		views, err := s.rankViews(ctx, userID, items)
+		if err != nil {
+			return nil, err
+		}
+		page.List = append(page.List, views...)
+		pos += len(items)
+		if !more || len(items) == 0 {
+			return page, nil
+		}
+		if len(page.List) >= limit {
+			break
+		}
+	}
+	page.Next = &RankCursor{Snapshot: snapshot, Pos: pos}
+	return page, nil
+}
+
+// rankViews hydrates ranked items (dropping what the viewer must not see)
+// and attaches their ranks.
+func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedItem) ([]PostView, error) {
+	entries := make([]Entry, len(items))
+	ranks := make(map[int64]*Rank, len(items))
+	for i := range items {
+		entries[i] = Entry{PostID: items[i].PostID, Score: items[i].Score}
+		ranks[items[i].PostID] = &items[i].Rank
+	}
+	views, err := s.hydrateEntries(ctx, userID, entries)
+	if err != nil {
+		return nil, err
+	}
+	for i := range views {
+		views[i].Rank = ranks[views[i].ID]
+	}
+	return views, nil
+}
+
+// rankCandidates reads and scores userID's candidates: the newest entries
+// of the feed stream (the same read as the chronological timeline) within
+// the window whose posts exist. It returns them ranked, best first. Posts
+// of authors no longer in the viewer's feed, and what the content filters
+// hide, are dropped when pages are read (rankViews), as in the
+// chronological timeline: ranking reads only what the model needs.
+func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedItem, error) {
+	rs := s.rankSettings()
+	now := s.now()
+	entries, err := s.streamPage(ctx, userID, Top(), 0, rs.Candidates)
+	if err != nil {
+		return nil, err
+	}
+	oldest := now.Add(-rs.Window).UnixMilli()
+	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
+		entries = entries[:i]
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	cands, err := s.Ranks.Candidates(ctx, userID, postIDs(entries))
+	if err != nil {
+		return nil, err
+	}
+	authors := make([]int64, 0, len(cands))
+	for _, c := range cands {
+		authors = append(authors, c.AuthorID)
+	}
+	slices.Sort(authors)
+	aff, err := s.Ranks.Affinity(ctx, userID, slices.Compact(authors), now.Add(-rs.AffinityWindow), now, rs.AffinityHalfLife)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]RankedItem, 0, len(cands))
+	for _, e := range entries {
+		if c, ok := cands[e.PostID]; ok {
+			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: rs.score(c, userID, aff[c.AuthorID], now)})
+		}
+	}
+	// Stable: equal scores keep feed order.
+	slices.SortStableFunc(items, func(a, b RankedItem) int { return cmp.Compare(b.Rank.Score, a.Rank.Score) })
+	return items, nil
+}
+
+// RankFeatures names the model's features, in the order of Rank.Features'
+// stored form.
+var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
+
+// score computes the model of RankSettings for candidate c and viewerID.
+func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) Rank {
+	f := [len(RankFeatures)]float64{
+		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
+		a.Likes / (a.Likes + rs.AffinityPrior),
+		0,
+		float64(c.Likes+1) / (float64(c.Likes+1) + rs.EngagementPrior),
+		0,
+	}
+	if !a.FollowedAt.IsZero() && c.AuthorID != viewerID {
+		f[2] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
+	}
+	if c.LikedByViewer {
+		f[4] = 1
+	}
+	score := rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
+	return newRank(score, f)
+}
+
+func newRank(score float64, f [len(RankFeatures)]float64) Rank {
+	m := make(map[string]float64, len(f))
+	for i, name := range RankFeatures {
+		m[name] = f[i]
+	}
+	return Rank{Score: score, Features: m}
+}
+
+// Decay is the weight of something age old under halfLife: 2^(-age/halfLife)
+// (1 for a negative age). The one decay of the model: recency, the likes of
+// affinity and follow age all use it.
+func Decay(age, halfLife time.Duration) float64 {
+	return math.Exp2(-max(age, 0).Hours() / halfLife.Hours())
+}
+
+// snapshotID returns a new random snapshot id (128 bits, hex).
+func (s *Service) snapshotID() (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(s.rand(), b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// EncodeSnapshot is the stored form of a snapshot's items, one line each:
+// post id, entry score, rank score and the features in RankFeatures'
+// order, comma-separated. SnapshotSlice reads it, parsing only the lines
+// it returns: the one snapshot encoding of every store.
+func EncodeSnapshot(items []RankedItem) []byte {
+	b := make([]byte, 0, len(items)*64)
+	for _, it := range items {
+		b = strconv.AppendInt(b, it.PostID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, it.Score, 10)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, it.Rank.Score, 'g', -1, 64)
+		for _, name := range RankFeatures {
+			b = append(b, ',')
+			b = strconv.AppendFloat(b, it.Rank.Features[name], 'g', -1, 64)
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// SnapshotSlice returns at most limit items of an EncodeSnapshot body after
+// skipping offset, and whether more follow.
+func SnapshotSlice(body []byte, offset, limit int) ([]RankedItem, bool, error) {
+	for range offset {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return []RankedItem{}, false, nil
+		}
+		body = body[i+1:]
+	}
+	items := []RankedItem{}
+	for len(body) > 0 && len(items) < limit {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return nil, false, fmt.Errorf("decode snapshot: unterminated line")
+		}
+		it, err := decodeRankedItem(string(body[:i]))
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, it)
+		body = body[i+1:]
+	}
+	return items, len(body) > 0, nil
+}
+
+func decodeRankedItem(line string) (RankedItem, error) {
+	parts := strings.Split(line, ",")
+	if len(parts) != 3+len(RankFeatures) {
+		return RankedItem{}, fmt.Errorf("decode snapshot: %d fields in %q", len(parts), line)
+	}
+	var it RankedItem
+	var err error
+	var errs [3 + len(RankFeatures)]error
+	it.PostID, errs[0] = strconv.ParseInt(parts[0], 10, 64)
+	it.Score, errs[1] = strconv.ParseInt(parts[1], 10, 64)
+	score, e := strconv.ParseFloat(parts[2], 64)
+	errs[2] = e
+	var f [len(RankFeatures)]float64
+	for i := range f {
+		f[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
+	}
+	if err = errors.Join(errs[:]...); err != nil {
+		return RankedItem{}, fmt.Errorf("decode snapshot: %w", err)
+	}
+	it.Rank = newRank(score, f)
+	return it, nil
+}

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+var (
+	_ feed.RankStore     = (*DB)(nil)
+	_ feed.SnapshotStore = (*DB)(nil)
+)
+
+// snapshotsKept is how many of one user's snapshots are kept (the newest);
+// older ones go when a new one is saved, so a client restarting its scroll
+// in a loop cannot grow the table.
+const snapshotsKept = 4
+
+// Candidates implements feed.RankStore: only what the model needs, by
+// primary key.
+func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]feed.RankCandidate, error) {
+	out := make(map[int64]feed.RankCandidate, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Read.QueryContext(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
+		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
+		FROM posts p
+		WHERE p.id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c feed.RankCandidate
+		if err := rows.Scan(&c.PostID, &c.AuthorID, &c.Score, &c.Likes, &c.LikedByViewer); err != nil {
+			return nil, err
+		}
+		out[c.PostID] = c
+	}
+	return out, rows.Err()
+}
+
+// Affinity implements feed.RankStore: the viewer's likes of the authors'
+// posts since `since` (one row per like, decayed here) and the follows.
+func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]feed.Affinity, error) {
+	out := map[int64]feed.Affinity{}
+	if len(authorIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.Read.QueryContext(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
+		WHERE l.user_id = ?1 AND l.created_at >= ?2 AND p.user_id IN (SELECT value FROM json_each(?3))
+		UNION ALL SELECT 1, followee_id, created_at FROM follows
+		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3))`, viewerID, ms(since), idList(authorIDs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind int
+		var author, at int64
+		if err := rows.Scan(&kind, &author, &at); err != nil {
+			return nil, err
+		}
+		a := out[author]
+		if kind == 0 {
+			a.Likes += feed.Decay(now.Sub(time.UnixMilli(at)), halfLife)
+		} else {
+			a.FollowedAt = time.UnixMilli(at)
+		}
+		out[author] = a
+	}
+	return out, rows.Err()
+}
+
+// SaveSnapshot implements feed.SnapshotStore. It also drops the viewer's
+// snapshots beyond the newest few and every expired one.
+func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []feed.RankedItem, now, expires time.Time) error {
+	body := feed.EncodeSnapshot(items)
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE expires_at <= ?`, ms(now)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE user_id = ?1 AND id NOT IN
+			(SELECT id FROM rank_snapshots WHERE user_id = ?1 ORDER BY created_at DESC LIMIT ?2)`, viewerID, snapshotsKept-1); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			id, viewerID, string(body), ms(now), ms(expires))
+		return err
+	})
+}
+
+// Snapshot implements feed.SnapshotStore.
+func (db *DB) Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]feed.RankedItem, bool, error) {
+	var body string
+	err := db.Read.QueryRowContext(ctx, `SELECT items FROM rank_snapshots WHERE id = ? AND user_id = ? AND expires_at > ?`,
+		id, viewerID, ms(now)).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, feed.ErrNotFound("snapshot")
+	} else if err != nil {
+		return nil, false, err
+	}
+	return feed.SnapshotSlice([]byte(body), offset, limit)
+}
