@@ -140,3 +140,46 @@ func BenchmarkInboxDeliver(b *testing.B) {
 	}
 	b.ReportMetric(float64(post*int64(len(ids)))/time.Since(start).Seconds(), "deliveries/s")
 }
+
+// BenchmarkInboxDeliverFull is one fan-out batch into full inboxes: one
+// entry into 1000 inboxes that each hold the default cap (800) to start
+// with, as an active user's does. Run it long enough for every inbox to be
+// trimmed several times (-benchtime 1000x: five trims each at the default
+// slack of 200). It reports deliveries/s and the entries per inbox at the
+// end.
+func BenchmarkInboxDeliverFull(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const users, full = 1000, 800
+	// Entries of posts 1..full, scores a second apart; the users' inboxes
+	// are filled in one statement each.
+	for u := 1; u <= users; u++ {
+		if _, err := db.Write.ExecContext(ctx, `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?2)
+			INSERT INTO inbox (user_id, score, post_id) SELECT ?1, 1800000000000 + i * 1000, i FROM g`, u, full); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ib := &sqlite.Inbox{DB: db}
+	ids := make([]int64, users)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	post := int64(full)
+	start := time.Now()
+	for b.Loop() {
+		post++
+		if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post*1000}, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((post-full)*users)/time.Since(start).Seconds(), "deliveries/s")
+	var n int64
+	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM inbox`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/users, "entries/inbox")
+}

@@ -50,3 +50,35 @@ func TestOutboxPlan(t *testing.T) {
 		t.Fatalf("Outbox.Entries plan:\n%s", joined)
 	}
 }
+
+// The cap's trim finds each user's cut with one backward walk of the
+// inbox's primary key, reaches the entries to drop with a key range, and
+// deletes them by key: no scan of the inbox table. The count of a batch is
+// a key lookup per user.
+func TestTrimPlan(t *testing.T) {
+	db, err := Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plan := strings.Join(queryPlan(t, db, trimQuery, "[1,2,3]", 50), "\n")
+	for _, want := range []string{
+		"SEARCH inbox USING PRIMARY KEY (user_id=? AND score=? AND post_id=?)",
+		"MATERIALIZE cut",
+		"CORRELATED SCALAR SUBQUERY",
+		"SEARCH inbox USING PRIMARY KEY (user_id=?)",
+		"SEARCH i USING PRIMARY KEY (user_id=? AND (score,post_id)<(?,?))",
+	} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("trim plan has no %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "SCAN inbox") || strings.Contains(plan, "SCAN i\n") || strings.HasSuffix(plan, "SCAN i") || strings.Contains(plan, "TEMP B-TREE FOR ORDER BY") {
+		t.Errorf("trim plan scans the inbox or sorts:\n%s", plan)
+	}
+	plan = strings.Join(queryPlan(t, db, `SELECT user_id FROM inbox_trim
+		WHERE user_id IN (SELECT value FROM json_each(?)) AND pending > ?`, "[1,2,3]", 12), "\n")
+	if !strings.Contains(plan, "SEARCH inbox_trim USING INTEGER PRIMARY KEY (rowid=?)") {
+		t.Errorf("count plan:\n%s", plan)
+	}
+}

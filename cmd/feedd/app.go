@@ -162,7 +162,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("open PostgreSQL: %w", err)
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
-		st, inbox, outbox = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}
+		st, inbox, outbox = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}
 		a.health = db.Pool.Ping
 		q, err := fanout.New(riverpgxv5.New(db.Pool), qcfg, deps)
 		if err != nil {
@@ -180,7 +180,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox, outbox = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}
+		st, inbox, outbox = db, &sqlite.Inbox{DB: db, Cap: c.inboxCap}, &sqlite.Outbox{DB: db}
 		a.health = db.Read.PingContext
 		qcfg.PollInterval = c.pollInterval
 		q, err := fanout.New(driver, qcfg, deps)
