@@ -14,10 +14,10 @@ import (
 // DefaultCap is how many entries an inbox keeps when Inbox.Cap is 0.
 const DefaultCap = 800
 
-// Slack is how many entries over cap an inbox of that cap may hold: Deliver
-// and Add trim an inbox exactly to cap as soon as more than Slack(cap)
-// entries have arrived since its last trim, so it never holds more than
-// cap + Slack(cap) (62 at a cap of 50, 1000 at 800).
+// Slack is how many entries over cap an inbox of that cap may hold: an
+// inbox is trimmed exactly to cap by the delivery that would take it past
+// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
+// Slack(cap)+1 deliveries.
 func Slack(cap int) int { return cap / 4 }
 
 // Inbox is the PostgreSQL inbox, used when feedd runs on PostgreSQL without
@@ -25,19 +25,25 @@ func Slack(cap int) int { return cap / 4 }
 //
 // Cap scheme (as in sqlite.Inbox): a B-tree has no ranks, so an exact trim
 // walks the cap newest entries of an inbox to find where to cut, too much
-// for every delivery. Table inbox_trim counts, per user, the entries added
-// since the inbox was last trimmed; the users whose count passes Slack(Cap)
-// are trimmed exactly to Cap in one DELETE and their counts reset, in the
-// transaction of the delivery that passed it. So an inbox never holds more
-// than Cap + Slack(Cap) entries, and a trim costs ~5 index steps per
-// delivery, amortised.
+// for every delivery. Table inbox_trim counts down, per user, the room the
+// inbox has left: how many more entries it may receive before it could
+// hold more than Cap + Slack(Cap) (that many for a new inbox, Slack(Cap)
+// after a trim). The statement that inserts a delivery's entries counts
+// down the room of the inboxes it added to (a redelivery counts nothing)
+// and returns those left without room; they are trimmed exactly to Cap in
+// one DELETE and given Slack(Cap) of room again, in the same transaction.
+// So an inbox never holds more than Cap + Slack(Cap) entries, and a trim
+// costs ~5 index steps per delivery, amortised.
 //
-// Concurrency: a count row is locked from the delivery that bumps it to the
-// commit, so trims of one inbox never overlap, and a delivery that a trim
-// cannot see yet (not committed) bumps the count after the trim resets it.
-// Every transaction takes its count rows in ascending user order, after its
-// inserts and before its deletes, so batches over overlapping audiences
-// wait for each other instead of deadlocking.
+// Concurrency: a room row is locked from the delivery that counts it down
+// to the commit, so trims of one inbox never overlap, and a delivery that a
+// trim cannot see yet (not committed) counts down the room after the trim
+// resets it. Every transaction takes its room rows in ascending user order,
+// after its inserts and before its deletes, so batches over overlapping
+// audiences wait for each other instead of deadlocking.
+//
+// After --inbox-cap is lowered, an inbox that held more is trimmed to the
+// new cap within Cap + Slack(Cap) deliveries.
 type Inbox struct {
 	DB *DB
 	// Cap is how many entries each inbox keeps (0: DefaultCap); an inbox
@@ -54,6 +60,9 @@ func (ib *Inbox) cap() int {
 	return ib.Cap
 }
 
+// room is the most room an inbox has: that of a new one.
+func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
+
 // sortedIDs returns ids sorted ascending. Batches insert and delete keys in
 // one global order, so two batches over overlapping users (a redelivery
 // racing the first delivery) wait for each other instead of deadlocking.
@@ -64,9 +73,11 @@ func sortedIDs(ids []int64) []int64 {
 }
 
 // Deliver implements feed.Inbox: one statement inserts e for the whole batch
-// and counts the inboxes it was added to, returning those now over the
-// slack; they are trimmed in the same transaction (see Inbox). Idempotent: a
-// redelivery adds and counts nothing.
+// and counts down the room of the inboxes it was added to, returning those
+// left without room; they are trimmed in the same transaction (see Inbox).
+// Idempotent: a redelivery adds and counts nothing. A user without a row has
+// an empty inbox; a room counted for a larger Cap is first lowered to this
+// one's.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
@@ -78,21 +89,22 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 				SELECT u, $2, $3 FROM unnest($1::bigint[]) WITH ORDINALITY AS t(u, n) ORDER BY n
 				ON CONFLICT DO NOTHING RETURNING user_id
 			), counted AS (
-				INSERT INTO inbox_trim (user_id, pending) SELECT user_id, 1 FROM added ORDER BY user_id
-				ON CONFLICT (user_id) DO UPDATE SET pending = inbox_trim.pending + 1
-				RETURNING user_id, pending
+				INSERT INTO inbox_trim (user_id, room) SELECT user_id, $4 - 1 FROM added ORDER BY user_id
+				ON CONFLICT (user_id) DO UPDATE SET room = least(inbox_trim.room, $4) - 1
+				RETURNING user_id, room
 			)
-			SELECT user_id FROM counted WHERE pending > $4 ORDER BY user_id`,
-			sortedIDs(userIDs), e.Score, e.PostID, Slack(cap)))
+			SELECT user_id FROM counted WHERE room < 0 ORDER BY user_id`,
+			sortedIDs(userIDs), e.Score, e.PostID, ib.room()))
 		if err != nil || len(over) == 0 {
 			return err
 		}
-		return trim(ctx, tx, over, cap, true)
+		return ib.trim(ctx, tx, over, cap, true)
 	})
 }
 
-// Add implements feed.Inbox: one statement inserts all entries and counts
-// them, and the inbox is trimmed if it is then over the slack.
+// Add implements feed.Inbox: one statement inserts all entries and takes
+// those it added off the inbox's room, and the inbox is trimmed if it is
+// then left without room.
 func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -108,21 +120,21 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 	}
 	cap := ib.cap()
 	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
-		var pending int
+		var room int
 		err := tx.QueryRow(ctx, `WITH added AS (
 				INSERT INTO inbox (user_id, score, post_id)
 				SELECT $1, s, p FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS t(s, p, n) ORDER BY n
 				ON CONFLICT DO NOTHING RETURNING 1
 			)
-			INSERT INTO inbox_trim (user_id, pending) SELECT $1, count(*) FROM added HAVING count(*) > 0
-			ON CONFLICT (user_id) DO UPDATE SET pending = inbox_trim.pending + EXCLUDED.pending
-			RETURNING pending`, userID, scores, posts).Scan(&pending)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && pending <= Slack(cap)) {
-			return nil // nothing added, or not over the slack
+			INSERT INTO inbox_trim (user_id, room) SELECT $1, $4 - count(*) FROM added HAVING count(*) > 0
+			ON CONFLICT (user_id) DO UPDATE SET room = least(inbox_trim.room, $4) - ($4 - EXCLUDED.room)
+			RETURNING room`, userID, scores, posts, ib.room()).Scan(&room)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && room >= 0) {
+			return nil // nothing added, or room left
 		} else if err != nil {
 			return err
 		}
-		return trim(ctx, tx, []int64{userID}, cap, true)
+		return ib.trim(ctx, tx, []int64{userID}, cap, true)
 	})
 }
 
@@ -139,16 +151,16 @@ const trimQuery = `WITH cut AS (
 	DELETE FROM inbox i USING cut WHERE i.user_id = cut.u AND (i.score, i.post_id) <= (cut.score, cut.post_id)`
 
 // trim trims the inboxes of users (sorted) exactly to cap in one DELETE
-// and, when reset, records that they are not over Cap any more. The caller
-// holds the count rows of users.
-func trim(ctx context.Context, tx pgx.Tx, users []int64, cap int, reset bool) error {
+// and, when reset (cap is at most Cap), gives them Slack(Cap) of room again.
+// The caller holds the room rows of users.
+func (ib *Inbox) trim(ctx context.Context, tx pgx.Tx, users []int64, cap int, reset bool) error {
 	if _, err := tx.Exec(ctx, trimQuery, users, cap); err != nil {
 		return err
 	}
 	if !reset {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE inbox_trim SET pending = 0 WHERE user_id = ANY($1)`, users)
+	_, err := tx.Exec(ctx, `UPDATE inbox_trim SET room = $2 WHERE user_id = ANY($1)`, users, Slack(ib.cap()))
 	return err
 }
 
@@ -171,18 +183,19 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, l
 
 // Trim implements feed.Inbox, exactly: the newest cap entries in feed order
 // stay, ties cut by post id. A negative cap trims nothing. It takes the
-// inbox's count row first, as Deliver's trims hold it.
+// inbox's room row first, as Deliver's trims hold it (a user without one
+// has an empty inbox, and gets one with all the room).
 func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 	if cap < 0 {
 		return nil
 	}
 	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO inbox_trim (user_id, pending) VALUES ($1, 0)
-			ON CONFLICT (user_id) DO UPDATE SET pending = CASE WHEN $2 THEN 0 ELSE inbox_trim.pending END`,
-			userID, cap <= ib.cap()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO inbox_trim (user_id, room) VALUES ($1, $3)
+			ON CONFLICT (user_id) DO UPDATE SET room = CASE WHEN $2 THEN $4 ELSE inbox_trim.room END`,
+			userID, cap <= ib.cap(), ib.room(), Slack(ib.cap())); err != nil {
 			return err
 		}
-		return trim(ctx, tx, []int64{userID}, cap, false)
+		return ib.trim(ctx, tx, []int64{userID}, cap, false)
 	})
 }
 

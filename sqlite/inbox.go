@@ -10,10 +10,10 @@ import (
 // DefaultCap is how many entries an inbox keeps when Inbox.Cap is 0.
 const DefaultCap = 800
 
-// Slack is how many entries over cap an inbox of that cap may hold: Deliver
-// and Add trim an inbox exactly to cap as soon as more than Slack(cap)
-// entries have arrived since its last trim, so it never holds more than
-// cap + Slack(cap) (62 at a cap of 50, 1000 at 800).
+// Slack is how many entries over cap an inbox of that cap may hold: an
+// inbox is trimmed exactly to cap by the delivery that would take it past
+// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
+// Slack(cap)+1 deliveries.
 func Slack(cap int) int { return cap / 4 }
 
 // Inbox is the embedded inbox: table inbox, keyed (user_id, score, post_id).
@@ -21,15 +21,23 @@ func Slack(cap int) int { return cap / 4 }
 // Cap scheme: a B-tree has no ranks, so an exact trim walks the cap newest
 // entries of an inbox (one index range, read backwards) to find where to
 // cut; doing that on every delivery would cost ~cap index steps each.
-// Instead table inbox_trim counts, per user, the entries added since the
-// inbox was last trimmed, which bounds how far it is over the cap: each
-// delivery bumps the counts of the users it adds to (one statement for the
-// batch), and the users whose count passes Slack(Cap) are trimmed exactly to
-// Cap (one DELETE for all of them) and their counts reset, in the same
-// transaction. A trim thus comes once every Slack(Cap)+1 entries an inbox
-// receives and costs ~(Cap+Slack)/Slack index steps per delivery: 5. Unlike
-// Redis's hashed choice of trims (redis.Inbox.Deliver), the bound is hard:
-// an inbox never holds more than Cap + Slack(Cap) entries.
+// Instead table inbox_trim counts down, per user, the room the inbox has
+// left: how many more entries it may receive before it could hold more than
+// Cap + Slack(Cap) (that many for a new inbox, Slack(Cap) after a trim).
+// Each delivery counts down the users of its batch (one statement), and the
+// users whose room went below 0, found through a partial index that holds
+// only them (inbox_trim_due: finding them costs nothing when there are
+// none), are trimmed exactly to Cap (one DELETE for all of them) and given
+// Slack(Cap) of room again, in the same transaction. An inbox thus never
+// holds more than Cap + Slack(Cap) entries, a hard bound unlike Redis's
+// hashed choice of trims (redis.Inbox.Deliver), and a trim costs
+// ~(Cap+Slack)/Slack index steps per delivery: 5. The count is what costs:
+// one more row written per delivery (BENCHMARKS.md). A redelivery counts
+// too (counting only the users that lack the entry would cost a probe per
+// user), which only brings a trim forward.
+//
+// After --inbox-cap is lowered, an inbox that held more is trimmed to the
+// new cap within Cap + Slack(Cap) deliveries.
 type Inbox struct {
 	DB *DB
 	// Cap is how many entries each inbox keeps (0: DefaultCap); an inbox
@@ -46,32 +54,47 @@ func (ib *Inbox) cap() int {
 	return ib.Cap
 }
 
-// Deliver implements feed.Inbox: in one transaction, one statement counts
-// the users that do not hold e yet, one INSERT adds it for the whole batch,
-// and the inboxes that are then over the slack are trimmed (see Inbox).
-// Idempotent: a redelivery adds and counts nothing.
+// room is the most room an inbox has: that of a new one.
+func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
+
+// Deliver implements feed.Inbox: in one transaction, one INSERT adds e for
+// the whole batch, one statement counts down their room, and the inboxes
+// left without room are trimmed (see Inbox). Idempotent.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
 	users := idList(userIDs)
 	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inbox_trim (user_id, pending)
-			SELECT DISTINCT value, 1 FROM json_each(?1)
-			WHERE NOT EXISTS (SELECT 1 FROM inbox WHERE user_id = value AND score = ?2 AND post_id = ?3)
-			ON CONFLICT (user_id) DO UPDATE SET pending = pending + 1`, users, e.Score, e.PostID); err != nil {
+		// OR IGNORE rather than ON CONFLICT DO NOTHING: a statement that
+		// cannot abort needs no statement journal, which in a transaction
+		// would first copy every page the batch writes (one per inbox).
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox (user_id, score, post_id)
+			SELECT value, ?, ? FROM json_each(?)`, e.Score, e.PostID, users); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
-			SELECT value, ?, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, e.Score, e.PostID, users); err != nil {
+		if err := ib.countDown(ctx, tx, users, 1); err != nil {
 			return err
 		}
-		return ib.trimOver(ctx, tx, users)
+		return ib.trimDue(ctx, tx)
 	})
 }
 
-// Add implements feed.Inbox: one INSERT, counted as Deliver counts, and a
-// trim of the inbox if it is then over the slack.
+// countDownQuery takes ?3 entries off the room of the inboxes of the users
+// in ?1 (a JSON list), whose most room is ?2: a new inbox starts with all
+// of it (a user without a row has an empty inbox), and a room counted for a
+// larger Cap is first lowered to this one's.
+const countDownQuery = `INSERT INTO inbox_trim (user_id, room)
+	SELECT value, ?2 - ?3 FROM json_each(?1) WHERE true
+	ON CONFLICT (user_id) DO UPDATE SET room = min(room, ?2) - ?3`
+
+func (ib *Inbox) countDown(ctx context.Context, tx *sql.Tx, users string, n int64) error {
+	_, err := tx.ExecContext(ctx, countDownQuery, users, ib.room(), n)
+	return err
+}
+
+// Add implements feed.Inbox: one INSERT, whose new entries are taken off the
+// inbox's room, and a trim of the inbox if it is then left without room.
 func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -81,8 +104,8 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 		pairs[i] = [2]int64{e.Score, e.PostID}
 	}
 	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
-			SELECT ?, value ->> 0, value ->> 1 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, userID, jsonString(pairs))
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox (user_id, score, post_id)
+			SELECT ?, value ->> 0, value ->> 1 FROM json_each(?)`, userID, jsonString(pairs))
 		if err != nil {
 			return err
 		}
@@ -90,24 +113,27 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 		if err != nil || n == 0 {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inbox_trim (user_id, pending) VALUES (?1, ?2)
-			ON CONFLICT (user_id) DO UPDATE SET pending = pending + ?2`, userID, n); err != nil {
+		if err := ib.countDown(ctx, tx, idList([]int64{userID}), n); err != nil {
 			return err
 		}
-		return ib.trimOver(ctx, tx, idList([]int64{userID}))
+		return ib.trimDue(ctx, tx)
 	})
 }
 
-// trimOver trims exactly to Cap the inboxes among users (a JSON list) that
-// received more than Slack(Cap) entries since their last trim.
-func (ib *Inbox) trimOver(ctx context.Context, tx *sql.Tx, users string) error {
-	cap := ib.cap()
-	over, err := scanIDs(tx.QueryContext(ctx, `SELECT user_id FROM inbox_trim
-		WHERE user_id IN (SELECT value FROM json_each(?)) AND pending > ?`, users, Slack(cap)))
-	if err != nil || len(over) == 0 {
+// dueQuery lists the users whose inbox is left without room: a scan of the
+// partial index inbox_trim_due, which holds only them (named: without
+// statistics the planner may prefer a scan of the table).
+const dueQuery = `SELECT user_id FROM inbox_trim INDEXED BY inbox_trim_due WHERE room < 0`
+
+// trimDue trims exactly to Cap the inboxes left without room: those that
+// the caller just counted down, since every transaction that leaves an
+// inbox without room trims it.
+func (ib *Inbox) trimDue(ctx context.Context, tx *sql.Tx) error {
+	due, err := scanIDs(tx.QueryContext(ctx, dueQuery))
+	if err != nil || len(due) == 0 {
 		return err
 	}
-	return trim(ctx, tx, over, cap, true)
+	return ib.trim(ctx, tx, due, ib.cap(), true)
 }
 
 // trimQuery deletes, from each inbox of the users in ?1 (a JSON list), the
@@ -126,8 +152,8 @@ const trimQuery = `WITH cut AS MATERIALIZED (
 		WHERE cut.c IS NOT NULL)`
 
 // trim trims the inboxes of users exactly to cap in one DELETE and, when
-// reset, records that they are not over Cap any more.
-func trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) error {
+// reset (cap is at most Cap), gives them Slack(Cap) of room again.
+func (ib *Inbox) trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) error {
 	list := idList(users)
 	if _, err := tx.ExecContext(ctx, trimQuery, list, cap); err != nil {
 		return err
@@ -135,12 +161,13 @@ func trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) e
 	if !reset {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET pending = 0 WHERE user_id IN (SELECT value FROM json_each(?))`, list)
+	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET room = ? WHERE user_id IN (SELECT value FROM json_each(?))`,
+		Slack(ib.cap()), list)
 	return err
 }
 
-// Remove implements feed.Inbox. The counts stay: an inbox that loses
-// entries is no further over the cap than they say.
+// Remove implements feed.Inbox. The rooms stay: an inbox that loses
+// entries has at least the room it is counted to have.
 func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
@@ -164,7 +191,7 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 		return nil
 	}
 	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
-		return trim(ctx, tx, []int64{userID}, cap, cap <= ib.cap())
+		return ib.trim(ctx, tx, []int64{userID}, cap, cap <= ib.cap())
 	})
 }
 
