@@ -2,6 +2,7 @@ package feedtest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -19,17 +20,23 @@ const s0 = 1_700_000_000_000
 var mixedIDs = []int64{7, 42, 100, 999, 1000, 123456789}
 
 // TestInbox runs the contract of feed.Inbox. open must return an empty inbox
-// on every call (a fresh database, or a key prefix of its own).
-func TestInbox(t *testing.T, open func(t *testing.T) feed.Inbox) {
-	t.Run("Empty", func(t *testing.T) { testInboxEmpty(t, open(t)) })
-	t.Run("DeliverIdempotent", func(t *testing.T) { testInboxDeliverIdempotent(t, open(t)) })
-	t.Run("DeliverMany", func(t *testing.T) { testInboxDeliverMany(t, open(t)) })
-	t.Run("AddIdempotent", func(t *testing.T) { testInboxAdd(t, open(t)) })
-	t.Run("Remove", func(t *testing.T) { testInboxRemove(t, open(t)) })
-	t.Run("Page", func(t *testing.T) { testInboxPage(t, open(t)) })
-	t.Run("TieOrder", func(t *testing.T) { testInboxTieOrder(t, open(t)) })
-	t.Run("Trim", func(t *testing.T) { testInboxTrim(t, open(t)) })
-	t.Run("Random", func(t *testing.T) { testInboxRandom(t, open(t)) })
+// on every call (a fresh database, or a key prefix of its own) that keeps
+// cap entries per user, or the implementation's default cap when cap is 0.
+// slack is the implementation's bound on how many entries over cap an inbox
+// holds between two of the trims that keep the cap (a hard bound, or one
+// that holds with overwhelming probability, for the suite's fixed ids).
+func TestInbox(t *testing.T, open func(t *testing.T, cap int) feed.Inbox, slack func(cap int) int) {
+	dflt := func(t *testing.T) feed.Inbox { return open(t, 0) }
+	t.Run("Empty", func(t *testing.T) { testInboxEmpty(t, dflt(t)) })
+	t.Run("DeliverIdempotent", func(t *testing.T) { testInboxDeliverIdempotent(t, dflt(t)) })
+	t.Run("DeliverMany", func(t *testing.T) { testInboxDeliverMany(t, dflt(t)) })
+	t.Run("AddIdempotent", func(t *testing.T) { testInboxAdd(t, dflt(t)) })
+	t.Run("Remove", func(t *testing.T) { testInboxRemove(t, dflt(t)) })
+	t.Run("Page", func(t *testing.T) { testInboxPage(t, dflt(t)) })
+	t.Run("TieOrder", func(t *testing.T) { testInboxTieOrder(t, dflt(t)) })
+	t.Run("Trim", func(t *testing.T) { testInboxTrim(t, dflt(t)) })
+	t.Run("Random", func(t *testing.T) { testInboxRandom(t, dflt(t)) })
+	t.Run("Cap", func(t *testing.T) { testInboxCap(t, open, slack) })
 }
 
 // page reads a page and fails t on error.
@@ -403,5 +410,78 @@ func testInboxRandom(t *testing.T, ib feed.Inbox) {
 	}
 	for _, u := range users {
 		wantInbox(t, ib, u, m.All(u))
+	}
+}
+
+// testInboxCap: an inbox keeps its cap. 130 posts are delivered one by one
+// with a cap of 50 (scores rising, three posts a millisecond, ids crossing
+// 10, 100 and 1000 so that ties are cut by numeric id) to users of whom one
+// gets every other post, some deliveries retried. After every delivery each
+// inbox holds the newest entries it was sent, in feed order: at least
+// min(cap, sent) and at most cap + slack(cap) of them. Restore and Add of
+// 130 entries keep the cap too, and Trim still cuts exactly.
+func testInboxCap(t *testing.T, open func(t *testing.T, cap int) feed.Inbox, slack func(cap int) int) {
+	ctx := t.Context()
+	const cap, posts = 50, 130
+	ib := open(t, cap)
+	most := cap + slack(cap)
+	users := []int64{7, 42, 1000, 123456789}
+	sent := map[int64][]feed.Entry{}
+	check := func(what string, u int64) {
+		t.Helper()
+		want := slices.Clone(sent[u])
+		SortEntries(want)
+		got := all(t, ib, u)
+		if n := len(got); n < min(cap, len(want)) || n > most || !slices.Equal(got, want[:min(n, len(want))]) {
+			t.Fatalf("%s: inbox of user %d holds %d entries; cap %d, slack %d, %d sent\n got %s\nwant the first of %s",
+				what, u, n, cap, most-cap, len(want), fmtEntries(got), fmtEntries(want))
+		}
+	}
+	var all130 []feed.Entry
+	for i := 1; i <= posts; i++ {
+		e := feed.Entry{PostID: int64(7 * i), Score: s0 + int64(i/3)}
+		all130 = append(all130, e)
+		to := users[:3]
+		if i%2 == 0 {
+			to = users
+		}
+		must(t, ib.Deliver(ctx, e, to), "Deliver")
+		for _, u := range to {
+			sent[u] = append(sent[u], e)
+		}
+		if i%5 == 0 { // a retried fan-out: the same entry again
+			must(t, ib.Deliver(ctx, e, to), "Deliver again")
+		}
+		for _, u := range users {
+			check(fmt.Sprintf("after %d posts", i), u)
+		}
+	}
+	for _, u := range users {
+		if n := len(all(t, ib, u)); n > most {
+			t.Fatalf("user %d holds %d entries, more than cap %d + slack %d", u, n, cap, most-cap)
+		}
+	}
+
+	// Rebuilt or backfilled with more than the cap: the newest are kept.
+	const rebuilt, added = 555, 5555
+	slices.Reverse(all130) // newest first, as a rebuild reads them
+	must(t, ib.Restore(ctx, rebuilt, all130), "Restore")
+	sent[rebuilt] = all130
+	check("after Restore of 130 entries", rebuilt)
+	older := make([]feed.Entry, posts)
+	for i := range older {
+		older[i] = feed.Entry{PostID: int64(100_000 + i), Score: s0 - 1000 + int64(i/4)}
+	}
+	must(t, ib.Add(ctx, added, all130[:20]), "Add")
+	must(t, ib.Add(ctx, added, older), "Add older entries")
+	sent[added] = append(slices.Clone(all130[:20]), older...)
+	check("after Add of 20, then 130 older entries", added)
+
+	// An exact Trim still cuts where it is told.
+	for _, u := range []int64{7, rebuilt} {
+		must(t, ib.Trim(ctx, u, cap), "Trim")
+		want := slices.Clone(sent[u])
+		SortEntries(want)
+		wantInbox(t, ib, u, want[:cap])
 	}
 }

@@ -12,12 +12,30 @@ import (
 // operation. It is not safe for concurrent use.
 type Model struct {
 	inboxes map[int64]map[feed.Entry]bool
+	cap     int // 0: keep everything
 }
 
 var _ feed.Inbox = (*Model)(nil)
 
-// NewModel returns an empty model inbox.
+// NewModel returns an empty model inbox that keeps every entry.
 func NewModel() *Model { return &Model{inboxes: map[int64]map[feed.Entry]bool{}} }
+
+// NewCappedModel returns an empty model inbox that keeps cap entries per
+// user, exactly: every Deliver, Add and Restore trims to cap (a slack of 0).
+func NewCappedModel(cap int) *Model {
+	m := NewModel()
+	m.cap = cap
+	return m
+}
+
+// keepCap trims the inboxes of userIDs to the model's cap, if it has one.
+func (m *Model) keepCap(userIDs ...int64) {
+	if m.cap > 0 {
+		for _, u := range userIDs {
+			m.Trim(context.Background(), u, m.cap)
+		}
+	}
+}
 
 func (m *Model) inbox(userID int64) map[feed.Entry]bool {
 	ib := m.inboxes[userID]
@@ -33,6 +51,7 @@ func (m *Model) Deliver(_ context.Context, e feed.Entry, userIDs []int64) error 
 	for _, u := range userIDs {
 		m.inbox(u)[e] = true
 	}
+	m.keepCap(userIDs...)
 	return nil
 }
 
@@ -41,6 +60,7 @@ func (m *Model) Add(_ context.Context, userID int64, entries []feed.Entry) error
 	for _, e := range entries {
 		m.inbox(userID)[e] = true
 	}
+	m.keepCap(userID)
 	return nil
 }
 

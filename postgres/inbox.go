@@ -2,16 +2,62 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	feed "github.com/feedd/feedd"
 )
 
+// Slack is how many entries over cap an inbox of that cap may hold: an
+// inbox is trimmed exactly to cap by the delivery that would take it past
+// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
+// Slack(cap)+1 deliveries.
+func Slack(cap int) int { return cap / 4 }
+
 // Inbox is the PostgreSQL inbox, used when feedd runs on PostgreSQL without
 // Redis: table inbox, keyed (user_id, score, post_id).
-type Inbox struct{ DB *DB }
+//
+// Cap scheme (as in sqlite.Inbox): a B-tree has no ranks, so an exact trim
+// walks the cap newest entries of an inbox to find where to cut, too much
+// for every delivery. Table inbox_trim counts down, per user, the room the
+// inbox has left: how many more entries it may receive before it could
+// hold more than Cap + Slack(Cap) (that many for a new inbox, Slack(Cap)
+// after a trim). The statement that inserts a delivery's entries counts
+// down the room of the inboxes it added to (a redelivery counts nothing)
+// and returns those left without room; they are trimmed exactly to Cap in
+// one DELETE and given Slack(Cap) of room again, in the same transaction.
+// So an inbox never holds more than Cap + Slack(Cap) entries, and a trim
+// costs ~5 index steps per delivery, amortised.
+//
+// Concurrency: a room row is locked from the delivery that counts it down
+// to the commit, so trims of one inbox never overlap, and a delivery that a
+// trim cannot see yet (not committed) counts down the room after the trim
+// resets it. Every transaction takes its room rows in ascending user order,
+// after its inserts and before its deletes, so batches over overlapping
+// audiences wait for each other instead of deadlocking.
+//
+// After --inbox-cap is lowered, an inbox that held more is trimmed to the
+// new cap within Cap + Slack(Cap) deliveries.
+type Inbox struct {
+	DB *DB
+	// Cap is how many entries each inbox keeps (0: feed.DefaultInboxCap); an inbox
+	// holds at most Cap + Slack(Cap).
+	Cap int
+}
 
 var _ feed.Inbox = (*Inbox)(nil)
+
+func (ib *Inbox) cap() int {
+	if ib.Cap <= 0 {
+		return feed.DefaultInboxCap
+	}
+	return ib.Cap
+}
+
+// room is the most room an inbox has: that of a new one.
+func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
 
 // sortedIDs returns ids sorted ascending. Batches insert and delete keys in
 // one global order, so two batches over overlapping users (a redelivery
@@ -22,18 +68,39 @@ func sortedIDs(ids []int64) []int64 {
 	return slices.Compact(s)
 }
 
-// Deliver implements feed.Inbox: one INSERT for the whole batch.
+// Deliver implements feed.Inbox: one statement inserts e for the whole batch
+// and counts down the room of the inboxes it was added to, returning those
+// left without room; they are trimmed in the same transaction (see Inbox).
+// Idempotent: a redelivery adds and counts nothing. A user without a row has
+// an empty inbox; a room counted for a larger Cap is first lowered to this
+// one's.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
-	_, err := ib.DB.Pool.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id)
-		SELECT u, $2, $3 FROM unnest($1::bigint[]) WITH ORDINALITY AS t(u, n) ORDER BY n
-		ON CONFLICT DO NOTHING`, sortedIDs(userIDs), e.Score, e.PostID)
-	return err
+	cap := ib.cap()
+	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
+		over, err := scanIDs(tx.Query(ctx, `WITH added AS (
+				INSERT INTO inbox (user_id, score, post_id)
+				SELECT u, $2, $3 FROM unnest($1::bigint[]) WITH ORDINALITY AS t(u, n) ORDER BY n
+				ON CONFLICT DO NOTHING RETURNING user_id
+			), counted AS (
+				INSERT INTO inbox_trim (user_id, room) SELECT user_id, $4 - 1 FROM added ORDER BY user_id
+				ON CONFLICT (user_id) DO UPDATE SET room = least(inbox_trim.room, $4) - 1
+				RETURNING user_id, room
+			)
+			SELECT user_id FROM counted WHERE room < 0 ORDER BY user_id`,
+			sortedIDs(userIDs), e.Score, e.PostID, ib.room()))
+		if err != nil || len(over) == 0 {
+			return err
+		}
+		return ib.trim(ctx, tx, over, cap, true)
+	})
 }
 
-// Add implements feed.Inbox: one INSERT for all entries.
+// Add implements feed.Inbox: one statement inserts all entries and takes
+// those it added off the inbox's room, and the inbox is trimmed if it is
+// then left without room.
 func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -46,9 +113,49 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 	for i, e := range es {
 		scores[i], posts[i] = e.Score, e.PostID
 	}
-	_, err := ib.DB.Pool.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id)
-		SELECT $1, s, p FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS t(s, p, n) ORDER BY n
-		ON CONFLICT DO NOTHING`, userID, scores, posts)
+	cap := ib.cap()
+	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
+		var room int
+		err := tx.QueryRow(ctx, `WITH added AS (
+				INSERT INTO inbox (user_id, score, post_id)
+				SELECT $1, s, p FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS t(s, p, n) ORDER BY n
+				ON CONFLICT DO NOTHING RETURNING 1
+			)
+			INSERT INTO inbox_trim (user_id, room) SELECT $1, $4 - count(*) FROM added HAVING count(*) > 0
+			ON CONFLICT (user_id) DO UPDATE SET room = least(inbox_trim.room, $4) - ($4 - EXCLUDED.room)
+			RETURNING room`, userID, scores, posts, ib.room()).Scan(&room)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && room >= 0) {
+			return nil // nothing added, or room left
+		} else if err != nil {
+			return err
+		}
+		return ib.trim(ctx, tx, []int64{userID}, cap, true)
+	})
+}
+
+// trimQuery deletes, from each inbox of the users in $1 (sorted), the
+// entries after the newest $2 in feed order (ties cut by post id, as a page
+// reads them): for each user one backward index scan finds the first entry
+// to drop (offset $2), and one index range from it reaches the entries to
+// drop.
+const trimQuery = `WITH cut AS (
+		SELECT u, c.score, c.post_id FROM unnest($1::bigint[]) AS u
+		CROSS JOIN LATERAL (SELECT score, post_id FROM inbox WHERE user_id = u
+			ORDER BY score DESC, post_id DESC LIMIT 1 OFFSET $2) AS c
+	)
+	DELETE FROM inbox i USING cut WHERE i.user_id = cut.u AND (i.score, i.post_id) <= (cut.score, cut.post_id)`
+
+// trim trims the inboxes of users (sorted) exactly to cap in one DELETE
+// and, when reset (cap is at most Cap), gives them Slack(Cap) of room again.
+// The caller holds the room rows of users.
+func (ib *Inbox) trim(ctx context.Context, tx pgx.Tx, users []int64, cap int, reset bool) error {
+	if _, err := tx.Exec(ctx, trimQuery, users, cap); err != nil {
+		return err
+	}
+	if !reset {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE inbox_trim SET room = $2 WHERE user_id = ANY($1)`, users, Slack(ib.cap()))
 	return err
 }
 
@@ -69,24 +176,26 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, l
 		ORDER BY score DESC, post_id DESC LIMIT $4 OFFSET $5`, userID, b.Max, b.BeforeID, limit, offset))
 }
 
-// Trim implements feed.Inbox: it deletes every entry older than the cap-th
-// newest, found with one index probe. A negative cap trims nothing.
+// Trim implements feed.Inbox, exactly: the newest cap entries in feed order
+// stay, ties cut by post id. A negative cap trims nothing. It takes the
+// inbox's room row first, as Deliver's trims hold it (a user without one
+// has an empty inbox, and gets one with all the room).
 func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
-	switch {
-	case cap < 0:
+	if cap < 0 {
 		return nil
-	case cap == 0:
-		_, err := ib.DB.Pool.Exec(ctx, `DELETE FROM inbox WHERE user_id = $1`, userID)
-		return err
 	}
-	// With fewer than cap entries the subquery is NULL and nothing matches.
-	_, err := ib.DB.Pool.Exec(ctx, `DELETE FROM inbox WHERE user_id = $1 AND (score, post_id) <
-		(SELECT score, post_id FROM inbox WHERE user_id = $1 ORDER BY score DESC, post_id DESC LIMIT 1 OFFSET $2)`,
-		userID, cap-1)
-	return err
+	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO inbox_trim (user_id, room) VALUES ($1, $3)
+			ON CONFLICT (user_id) DO UPDATE SET room = CASE WHEN $2 THEN $4 ELSE inbox_trim.room END`,
+			userID, cap <= ib.cap(), ib.room(), Slack(ib.cap())); err != nil {
+			return err
+		}
+		return ib.trim(ctx, tx, []int64{userID}, cap, false)
+	})
 }
 
-// Restore implements feed.Inbox. The PostgreSQL inbox is never lost, so this is Add.
+// Restore implements feed.Inbox. The PostgreSQL inbox is never lost, so this
+// is Add (which keeps the cap).
 func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
 	return ib.Add(ctx, userID, entries)
 }

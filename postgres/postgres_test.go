@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,14 +56,14 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
-		Inbox:  &postgres.Inbox{DB: db},
+		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
 	}
 }
 
 func TestInbox(t *testing.T) {
-	feedtest.TestInbox(t, func(t *testing.T) feed.Inbox { return &postgres.Inbox{DB: open(t)} })
+	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &postgres.Inbox{DB: open(t), Cap: cap} }, postgres.Slack)
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
@@ -438,3 +439,99 @@ func TestSessionSweepClock(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
+
+// A database whose inboxes were filled before 003_inbox_trim.sql (when the
+// PostgreSQL inbox kept every entry) has each of them trimmed to the cap by
+// its next delivery.
+func TestMigrateInboxTrim(t *testing.T) {
+	ctx := t.Context()
+	url := testenv.PostgresURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"migrations/001_init.sql", "migrations/002_social.sql"} {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id)
+		SELECT u, 1700000000000 + i, i FROM generate_series(1, 300) AS i, generate_series(1, 2) AS u`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ib := &postgres.Inbox{DB: db, Cap: 50}
+	if err := ib.Deliver(ctx, feed.Entry{PostID: 301, Score: 1700000000301}, []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[int64]int{1: 50, 2: 300} { // 2 waits for its next delivery
+		es, err := ib.Page(ctx, u, feed.AtMost(1<<52), 0, 1000)
+		if err != nil || len(es) != want || (u == 1 && es[0].PostID != 301) {
+			t.Fatalf("inbox of user %d after the migration and a delivery to user 1: %d entries (%v), want %d", u, len(es), err, want)
+		}
+	}
+}
+
+// TestDeliverConcurrentCap: fan-out batches of different posts over
+// overlapping audiences, with removals and exact trims among them, run at
+// once without deadlocks, and every inbox stays within the cap's slack.
+func TestDeliverConcurrentCap(t *testing.T) {
+	ctx := t.Context()
+	db := open(t)
+	const cap, workers, posts, users = 20, 6, 40, 300
+	ib := &postgres.Inbox{DB: db, Cap: cap}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*posts*2)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range posts {
+				id := int64(w*posts + i + 1)
+				e := feed.Entry{PostID: id, Score: 1_700_000_000_000 + int64(i)}
+				// Audiences overlap and come in different orders.
+				var to []int64
+				for u := int64(1 + w%3); u <= users; u += int64(1 + w%2) {
+					to = append(to, u)
+				}
+				if w%2 == 1 {
+					slices.Reverse(to)
+				}
+				errs <- ib.Deliver(ctx, e, to)
+				switch i % 10 {
+				case 3:
+					errs <- ib.Remove(ctx, e, to[:len(to)/2])
+				case 7:
+					errs <- ib.Trim(ctx, to[0], cap)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var most int
+	if err := db.Pool.QueryRow(ctx, `SELECT max(n) FROM (SELECT count(*) AS n FROM inbox GROUP BY user_id) c`).Scan(&most); err != nil {
+		t.Fatal(err)
+	}
+	if most > cap+postgres.Slack(cap) || most < cap {
+		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, postgres.Slack(cap))
+	}
+}

@@ -2,26 +2,96 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 
 	feed "github.com/feedd/feedd"
 )
 
+// Slack is how many entries over cap an inbox of that cap may hold: an
+// inbox is trimmed exactly to cap by the delivery that would take it past
+// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
+// Slack(cap)+1 deliveries.
+func Slack(cap int) int { return cap / 4 }
+
 // Inbox is the embedded inbox: table inbox, keyed (user_id, score, post_id).
-type Inbox struct{ DB *DB }
+//
+// Cap scheme: a B-tree has no ranks, so an exact trim walks the cap newest
+// entries of an inbox (one index range, read backwards) to find where to
+// cut; doing that on every delivery would cost ~cap index steps each.
+// Instead table inbox_trim counts down, per user, the room the inbox has
+// left: how many more entries it may receive before it could hold more than
+// Cap + Slack(Cap) (that many for a new inbox, Slack(Cap) after a trim).
+// Each delivery counts down the users of its batch (one statement), and the
+// users whose room went below 0, found through a partial index that holds
+// only them (inbox_trim_due: finding them costs nothing when there are
+// none), are trimmed exactly to Cap (one DELETE for all of them) and given
+// Slack(Cap) of room again, in the same transaction. An inbox thus never
+// holds more than Cap + Slack(Cap) entries, a hard bound unlike Redis's
+// hashed choice of trims (redis.Inbox.Deliver), and a trim costs
+// ~(Cap+Slack)/Slack index steps per delivery: 5. The count is what costs:
+// one more row written per delivery (BENCHMARKS.md). A redelivery counts
+// too (counting only the users that lack the entry would cost a probe per
+// user), which only brings a trim forward.
+//
+// After --inbox-cap is lowered, an inbox that held more is trimmed to the
+// new cap within Cap + Slack(Cap) deliveries.
+type Inbox struct {
+	DB *DB
+	// Cap is how many entries each inbox keeps (0: feed.DefaultInboxCap); an inbox
+	// holds at most Cap + Slack(Cap).
+	Cap int
+}
 
 var _ feed.Inbox = (*Inbox)(nil)
 
-// Deliver implements feed.Inbox: one INSERT for the whole batch.
+func (ib *Inbox) cap() int {
+	if ib.Cap <= 0 {
+		return feed.DefaultInboxCap
+	}
+	return ib.Cap
+}
+
+// room is the most room an inbox has: that of a new one.
+func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
+
+// Deliver implements feed.Inbox: in one transaction, one INSERT adds e for
+// the whole batch, one statement counts down their room, and the inboxes
+// left without room are trimmed (see Inbox). Idempotent.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
-	_, err := ib.DB.Write.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
-		SELECT value, ?, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, e.Score, e.PostID, idList(userIDs))
+	users := idList(userIDs)
+	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+		// OR IGNORE rather than ON CONFLICT DO NOTHING: a statement that
+		// cannot abort needs no statement journal, which in a transaction
+		// would first copy every page the batch writes (one per inbox).
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox (user_id, score, post_id)
+			SELECT value, ?, ? FROM json_each(?)`, e.Score, e.PostID, users); err != nil {
+			return err
+		}
+		if err := ib.countDown(ctx, tx, users, 1); err != nil {
+			return err
+		}
+		return ib.trimDue(ctx, tx)
+	})
+}
+
+// countDownQuery takes ?3 entries off the room of the inboxes of the users
+// in ?1 (a JSON list), whose most room is ?2: a new inbox starts with all
+// of it (a user without a row has an empty inbox), and a room counted for a
+// larger Cap is first lowered to this one's.
+const countDownQuery = `INSERT INTO inbox_trim (user_id, room)
+	SELECT value, ?2 - ?3 FROM json_each(?1) WHERE true
+	ON CONFLICT (user_id) DO UPDATE SET room = min(room, ?2) - ?3`
+
+func (ib *Inbox) countDown(ctx context.Context, tx *sql.Tx, users string, n int64) error {
+	_, err := tx.ExecContext(ctx, countDownQuery, users, ib.room(), n)
 	return err
 }
 
-// Add implements feed.Inbox.
+// Add implements feed.Inbox: one INSERT, whose new entries are taken off the
+// inbox's room, and a trim of the inbox if it is then left without room.
 func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -30,12 +100,71 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 	for i, e := range entries {
 		pairs[i] = [2]int64{e.Score, e.PostID}
 	}
-	_, err := ib.DB.Write.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id)
-		SELECT ?, value ->> 0, value ->> 1 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, userID, jsonString(pairs))
+	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox (user_id, score, post_id)
+			SELECT ?, value ->> 0, value ->> 1 FROM json_each(?)`, userID, jsonString(pairs))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		if err := ib.countDown(ctx, tx, idList([]int64{userID}), n); err != nil {
+			return err
+		}
+		return ib.trimDue(ctx, tx)
+	})
+}
+
+// dueQuery lists the users whose inbox is left without room: a scan of the
+// partial index inbox_trim_due, which holds only them (named: without
+// statistics the planner may prefer a scan of the table).
+const dueQuery = `SELECT user_id FROM inbox_trim INDEXED BY inbox_trim_due WHERE room < 0`
+
+// trimDue trims exactly to Cap the inboxes left without room: those that
+// the caller just counted down, since every transaction that leaves an
+// inbox without room trims it.
+func (ib *Inbox) trimDue(ctx context.Context, tx *sql.Tx) error {
+	due, err := scanIDs(tx.QueryContext(ctx, dueQuery))
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	return ib.trim(ctx, tx, due, ib.cap(), true)
+}
+
+// trimQuery deletes, from each inbox of the users in ?1 (a JSON list), the
+// entries after the newest ?2 in feed order (ties cut by post id, as a page
+// reads them). For each user one backward walk of the primary key finds the
+// first entry to drop (offset ?2, as a JSON pair: one walk for both
+// columns); then one primary-key range per user reaches the entries to
+// drop, and each is deleted by its key. EXPLAIN QUERY PLAN: TestTrimPlan.
+const trimQuery = `WITH cut AS MATERIALIZED (
+		SELECT value AS u, (SELECT json_array(score, post_id) FROM inbox WHERE user_id = value
+			ORDER BY score DESC, post_id DESC LIMIT 1 OFFSET ?2) AS c
+		FROM json_each(?1))
+	DELETE FROM inbox WHERE (user_id, score, post_id) IN (
+		SELECT i.user_id, i.score, i.post_id FROM cut JOIN inbox i
+			ON i.user_id = cut.u AND (i.score, i.post_id) <= (cut.c ->> 0, cut.c ->> 1)
+		WHERE cut.c IS NOT NULL)`
+
+// trim trims the inboxes of users exactly to cap in one DELETE and, when
+// reset (cap is at most Cap), gives them Slack(Cap) of room again.
+func (ib *Inbox) trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) error {
+	list := idList(users)
+	if _, err := tx.ExecContext(ctx, trimQuery, list, cap); err != nil {
+		return err
+	}
+	if !reset {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET room = ? WHERE user_id IN (SELECT value FROM json_each(?))`,
+		Slack(ib.cap()), list)
 	return err
 }
 
-// Remove implements feed.Inbox.
+// Remove implements feed.Inbox. The rooms stay: an inbox that loses
+// entries has at least the room it is counted to have.
 func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
@@ -52,14 +181,19 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, l
 		ORDER BY score DESC, post_id DESC LIMIT ?4 OFFSET ?5`, userID, b.Max, b.BeforeID, limit, offset))
 }
 
-// Trim implements feed.Inbox.
+// Trim implements feed.Inbox, exactly: the newest cap entries in feed order
+// stay, ties cut by post id. A negative cap trims nothing.
 func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
-	_, err := ib.DB.Write.ExecContext(ctx, `DELETE FROM inbox WHERE user_id = ?1 AND (score, post_id) NOT IN
-		(SELECT score, post_id FROM inbox WHERE user_id = ?1 ORDER BY score DESC, post_id DESC LIMIT ?2)`, userID, cap)
-	return err
+	if cap < 0 {
+		return nil
+	}
+	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+		return ib.trim(ctx, tx, []int64{userID}, cap, cap <= ib.cap())
+	})
 }
 
-// Restore implements feed.Inbox. The SQLite inbox is never lost, so this is Add.
+// Restore implements feed.Inbox. The SQLite inbox is never lost, so this is
+// Add (which keeps the cap).
 func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
 	return ib.Add(ctx, userID, entries)
 }

@@ -43,7 +43,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	}
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
-		Inbox:  &sqlite.Inbox{DB: db},
+		Inbox:  &sqlite.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []feed.Job {
 			mu.Lock()
@@ -56,7 +56,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 }
 
 func TestInbox(t *testing.T) {
-	feedtest.TestInbox(t, func(t *testing.T) feed.Inbox { return &sqlite.Inbox{DB: open(t)} })
+	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &sqlite.Inbox{DB: open(t), Cap: cap} }, sqlite.Slack)
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
@@ -192,3 +192,48 @@ func TestSessionSweepClock(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
+
+// A database whose inboxes were filled before 003_inbox_trim.sql (when the
+// SQLite inbox kept every entry) has each of them trimmed to the cap by its
+// next delivery.
+func TestMigrateInboxTrim(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "feedd.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
+	for _, name := range []string{"migrations/001_init.sql", "migrations/002_social.sql"} {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, string(body), `INSERT INTO feedd_migrations (name) VALUES ('`+name+`')`)
+	}
+	qs = append(qs, `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 300)
+		INSERT INTO inbox (user_id, score, post_id) SELECT u, 1700000000000 + i, i FROM g, (SELECT 1 AS u UNION ALL SELECT 2)`)
+	for _, q := range qs {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ib := &sqlite.Inbox{DB: db, Cap: 50}
+	if err := ib.Deliver(ctx, feed.Entry{PostID: 301, Score: 1700000000301}, []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[int64]int{1: 50, 2: 300} { // 2 waits for its next delivery
+		es, err := ib.Page(ctx, u, feed.AtMost(1<<52), 0, 1000)
+		if err != nil || len(es) != want || (u == 1 && es[0].PostID != 301) {
+			t.Fatalf("inbox of user %d after the migration and a delivery to user 1: %d entries (%v), want %d", u, len(es), err, want)
+		}
+	}
+}

@@ -187,7 +187,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("open PostgreSQL: %w", err)
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
-		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db}, &postgres.Outbox{DB: db}, db
+		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
 		a.health = db.Pool.Ping
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
@@ -215,7 +215,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox, outbox, rates = db, &sqlite.Inbox{DB: db}, &sqlite.Outbox{DB: db}, db
+		st, inbox, outbox, rates = db, &sqlite.Inbox{DB: db, Cap: c.inboxCap}, &sqlite.Outbox{DB: db}, db
 		a.health = db.Read.PingContext
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		qcfg.PollInterval = c.pollInterval
