@@ -40,6 +40,13 @@ type Inbox interface {
 	Restore(ctx context.Context, userID int64, entries []Entry) error
 }
 
+// InboxSlack is how many entries over cap the SQL inboxes (sqlite.Inbox,
+// postgres.Inbox) of that cap may hold: an inbox is trimmed exactly to cap
+// by the delivery that would take it past cap + InboxSlack(cap) (62 at a
+// cap of 50, 1000 at 800), and then again every InboxSlack(cap)+1
+// deliveries.
+func InboxSlack(cap int) int { return cap / 4 }
+
 // Outbox holds each author's own posts, newest first: the pull side of the
 // feed. Posts of authors in pull mode (huge audiences) are not fanned out;
 // readers merge these authors' outboxes into their inbox at read time.

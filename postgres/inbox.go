@@ -10,12 +10,6 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// Slack is how many entries over cap an inbox of that cap may hold: an
-// inbox is trimmed exactly to cap by the delivery that would take it past
-// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
-// Slack(cap)+1 deliveries.
-func Slack(cap int) int { return cap / 4 }
-
 // Inbox is the PostgreSQL inbox, used when feedd runs on PostgreSQL without
 // Redis: table inbox, keyed (user_id, score, post_id).
 //
@@ -23,12 +17,12 @@ func Slack(cap int) int { return cap / 4 }
 // walks the cap newest entries of an inbox to find where to cut, too much
 // for every delivery. Table inbox_trim counts down, per user, the room the
 // inbox has left: how many more entries it may receive before it could
-// hold more than Cap + Slack(Cap) (that many for a new inbox, Slack(Cap)
+// hold more than Cap + feed.InboxSlack(Cap) (that many for a new inbox, feed.InboxSlack(Cap)
 // after a trim). The statement that inserts a delivery's entries counts
 // down the room of the inboxes it added to (a redelivery counts nothing)
 // and returns those left without room; they are trimmed exactly to Cap in
-// one DELETE and given Slack(Cap) of room again, in the same transaction.
-// So an inbox never holds more than Cap + Slack(Cap) entries, and a trim
+// one DELETE and given feed.InboxSlack(Cap) of room again, in the same transaction.
+// So an inbox never holds more than Cap + feed.InboxSlack(Cap) entries, and a trim
 // costs ~5 index steps per delivery, amortised.
 //
 // Concurrency: a room row is locked from the delivery that counts it down
@@ -39,11 +33,11 @@ func Slack(cap int) int { return cap / 4 }
 // audiences wait for each other instead of deadlocking.
 //
 // After --inbox-cap is lowered, an inbox that held more is trimmed to the
-// new cap within Cap + Slack(Cap) deliveries.
+// new cap within Cap + feed.InboxSlack(Cap) deliveries.
 type Inbox struct {
 	DB *DB
 	// Cap is how many entries each inbox keeps (0: feed.DefaultInboxCap); an inbox
-	// holds at most Cap + Slack(Cap).
+	// holds at most Cap + feed.InboxSlack(Cap).
 	Cap int
 }
 
@@ -57,7 +51,7 @@ func (ib *Inbox) cap() int {
 }
 
 // room is the most room an inbox has: that of a new one.
-func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
+func (ib *Inbox) room() int { return ib.cap() + feed.InboxSlack(ib.cap()) }
 
 // sortedIDs returns ids sorted ascending. Batches insert and delete keys in
 // one global order, so two batches over overlapping users (a redelivery
@@ -146,7 +140,7 @@ const trimQuery = `WITH cut AS (
 	DELETE FROM inbox i USING cut WHERE i.user_id = cut.u AND (i.score, i.post_id) <= (cut.score, cut.post_id)`
 
 // trim trims the inboxes of users (sorted) exactly to cap in one DELETE
-// and, when reset (cap is at most Cap), gives them Slack(Cap) of room again.
+// and, when reset (cap is at most Cap), gives them feed.InboxSlack(Cap) of room again.
 // The caller holds the room rows of users.
 func (ib *Inbox) trim(ctx context.Context, tx pgx.Tx, users []int64, cap int, reset bool) error {
 	if _, err := tx.Exec(ctx, trimQuery, users, cap); err != nil {
@@ -155,7 +149,7 @@ func (ib *Inbox) trim(ctx context.Context, tx pgx.Tx, users []int64, cap int, re
 	if !reset {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE inbox_trim SET room = $2 WHERE user_id = ANY($1)`, users, Slack(ib.cap()))
+	_, err := tx.Exec(ctx, `UPDATE inbox_trim SET room = $2 WHERE user_id = ANY($1)`, users, feed.InboxSlack(ib.cap()))
 	return err
 }
 
@@ -187,7 +181,7 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO inbox_trim (user_id, room) VALUES ($1, $3)
 			ON CONFLICT (user_id) DO UPDATE SET room = CASE WHEN $2 THEN $4 ELSE inbox_trim.room END`,
-			userID, cap <= ib.cap(), ib.room(), Slack(ib.cap())); err != nil {
+			userID, cap <= ib.cap(), ib.room(), feed.InboxSlack(ib.cap())); err != nil {
 			return err
 		}
 		return ib.trim(ctx, tx, []int64{userID}, cap, false)

@@ -63,7 +63,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 }
 
 func TestInbox(t *testing.T) {
-	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &postgres.Inbox{DB: open(t), Cap: cap} }, postgres.Slack)
+	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &postgres.Inbox{DB: open(t), Cap: cap} }, feed.InboxSlack)
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
@@ -531,7 +531,7 @@ func TestDeliverConcurrentCap(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT max(n) FROM (SELECT count(*) AS n FROM inbox GROUP BY user_id) c`).Scan(&most); err != nil {
 		t.Fatal(err)
 	}
-	if most > cap+postgres.Slack(cap) || most < cap {
-		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, postgres.Slack(cap))
+	if most > cap+feed.InboxSlack(cap) || most < cap {
+		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, feed.InboxSlack(cap))
 	}
 }

@@ -7,12 +7,6 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// Slack is how many entries over cap an inbox of that cap may hold: an
-// inbox is trimmed exactly to cap by the delivery that would take it past
-// cap + Slack(cap) (62 at a cap of 50, 1000 at 800), and then again every
-// Slack(cap)+1 deliveries.
-func Slack(cap int) int { return cap / 4 }
-
 // Inbox is the embedded inbox: table inbox, keyed (user_id, score, post_id).
 //
 // Cap scheme: a B-tree has no ranks, so an exact trim walks the cap newest
@@ -20,13 +14,13 @@ func Slack(cap int) int { return cap / 4 }
 // cut; doing that on every delivery would cost ~cap index steps each.
 // Instead table inbox_trim counts down, per user, the room the inbox has
 // left: how many more entries it may receive before it could hold more than
-// Cap + Slack(Cap) (that many for a new inbox, Slack(Cap) after a trim).
+// Cap + feed.InboxSlack(Cap) (that many for a new inbox, feed.InboxSlack(Cap) after a trim).
 // Each delivery counts down the users of its batch (one statement), and the
 // users whose room went below 0, found through a partial index that holds
 // only them (inbox_trim_due: finding them costs nothing when there are
 // none), are trimmed exactly to Cap (one DELETE for all of them) and given
-// Slack(Cap) of room again, in the same transaction. An inbox thus never
-// holds more than Cap + Slack(Cap) entries, a hard bound unlike Redis's
+// feed.InboxSlack(Cap) of room again, in the same transaction. An inbox thus never
+// holds more than Cap + feed.InboxSlack(Cap) entries, a hard bound unlike Redis's
 // hashed choice of trims (redis.Inbox.Deliver), and a trim costs
 // ~(Cap+Slack)/Slack index steps per delivery: 5. The count is what costs:
 // one more row written per delivery (BENCHMARKS.md). A redelivery counts
@@ -34,11 +28,11 @@ func Slack(cap int) int { return cap / 4 }
 // user), which only brings a trim forward.
 //
 // After --inbox-cap is lowered, an inbox that held more is trimmed to the
-// new cap within Cap + Slack(Cap) deliveries.
+// new cap within Cap + feed.InboxSlack(Cap) deliveries.
 type Inbox struct {
 	DB *DB
 	// Cap is how many entries each inbox keeps (0: feed.DefaultInboxCap); an inbox
-	// holds at most Cap + Slack(Cap).
+	// holds at most Cap + feed.InboxSlack(Cap).
 	Cap int
 }
 
@@ -52,7 +46,7 @@ func (ib *Inbox) cap() int {
 }
 
 // room is the most room an inbox has: that of a new one.
-func (ib *Inbox) room() int { return ib.cap() + Slack(ib.cap()) }
+func (ib *Inbox) room() int { return ib.cap() + feed.InboxSlack(ib.cap()) }
 
 // Deliver implements feed.Inbox: in one transaction, one INSERT adds e for
 // the whole batch, one statement counts down their room, and the inboxes
@@ -149,7 +143,7 @@ const trimQuery = `WITH cut AS MATERIALIZED (
 		WHERE cut.c IS NOT NULL)`
 
 // trim trims the inboxes of users exactly to cap in one DELETE and, when
-// reset (cap is at most Cap), gives them Slack(Cap) of room again.
+// reset (cap is at most Cap), gives them feed.InboxSlack(Cap) of room again.
 func (ib *Inbox) trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) error {
 	list := idList(users)
 	if _, err := tx.ExecContext(ctx, trimQuery, list, cap); err != nil {
@@ -159,7 +153,7 @@ func (ib *Inbox) trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, r
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET room = ? WHERE user_id IN (SELECT value FROM json_each(?))`,
-		Slack(ib.cap()), list)
+		feed.InboxSlack(ib.cap()), list)
 	return err
 }
 

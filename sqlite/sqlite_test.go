@@ -56,7 +56,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 }
 
 func TestInbox(t *testing.T) {
-	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &sqlite.Inbox{DB: open(t), Cap: cap} }, sqlite.Slack)
+	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &sqlite.Inbox{DB: open(t), Cap: cap} }, feed.InboxSlack)
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }

@@ -13,7 +13,7 @@ import (
 // TestInboxCapEndToEnd: with --inbox-cap 50 an author posts 130 times, and
 // the follower's compatible feed (every page of GET /blog/of/follow) holds
 // between 50 and 62 posts (the cap plus the SQL inboxes' slack,
-// sqlite.Slack and postgres.Slack): the newest ones, newest first. On the
+// feed.InboxSlack): the newest ones, newest first. On the
 // SQLite inbox (the embedded default) and the PostgreSQL one (PostgreSQL
 // without Redis).
 func TestInboxCapEndToEnd(t *testing.T) {
