@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -31,6 +32,7 @@ const UnmatchedRoute = "unmatched"
 type reqInfo struct {
 	userID int64
 	code   string
+	route  string // the mux pattern (recordRoute)
 }
 
 const infoKey ctxKey = 1
@@ -51,6 +53,19 @@ func noteCode(r *http.Request, code string) {
 	}
 }
 
+// recordRoute notes the pattern the mux routed a request by in its reqInfo
+// (observe reads it there: the wrappers between observe and the mux, e.g.
+// harden, pass the mux a copy of the request, on which the mux sets
+// Pattern).
+func recordRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r) // sets r.Pattern on this very request
+		if info, ok := r.Context().Value(infoKey).(*reqInfo); ok {
+			info.route = r.Pattern
+		}
+	})
+}
+
 // observe reports every request to s.Observe and, when s.AccessLog is set,
 // logs one line per request: method, route, status, duration and user id
 // (0: anonymous). Nothing secret is logged: no header, query or body.
@@ -63,13 +78,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		info := &reqInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey, info))
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r) // the mux sets r.Pattern on this very request
+		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		route := r.Pattern
+		route := cmp.Or(info.route, r.Pattern)
 		if route == "" {
 			route = UnmatchedRoute
 		}

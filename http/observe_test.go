@@ -39,7 +39,7 @@ func TestObserveRefusals(t *testing.T) {
 	for _, p := range []string{"/limited", "/limited", "/v1/limited", "/shed"} {
 		serve(s, "GET", p, "")
 	}
-	big := httptest.NewRequest("POST", "/blog/12345", strings.NewReader("x"))
+	big := httptest.NewRequest("POST", "/blog", strings.NewReader("x"))
 	big.ContentLength = MaxBody + 1
 	s.Handler().ServeHTTP(httptest.NewRecorder(), big)
 

@@ -82,5 +82,5 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/", s.handleNotFound())
 	// limitBody answers an oversized body in the compatible envelope;
 	// v1LimitBody answers /v1 requests first, in the native format.
-	return s.harden(mux, s.shedding(s.v1LimitBody(s.limitBody(mux))), "/", "/v1/")
+	return s.harden(mux, s.shedding(s.v1LimitBody(s.limitBody(recordRoute(mux)))), "/", "/v1/")
 }

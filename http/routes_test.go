@@ -33,13 +33,20 @@ func serve(s *Server, method, target, body string, header ...string) *httptest.R
 // format of the API it falls under. The Server has no Service: routing
 // must not need one.
 func TestNotFound(t *testing.T) {
+	// The web page's paths exist for GET only: another method is a 405.
+	for _, path := range []string{"/", "/assets/app.js"} {
+		s, _ := testServer(t)
+		w := serve(s, "POST", path, "")
+		if w.Code != http.StatusMethodNotAllowed || !strings.Contains(w.Header().Get("Allow"), "GET") {
+			t.Errorf("POST %s = %d (Allow %q), want 405 allowing GET", path, w.Code, w.Header().Get("Allow"))
+		}
+		checkJSONType(t, w)
+	}
 	const compatible = `{"success":false,"errorMsg":"no such endpoint"}` + "\n"
 	for _, tc := range []struct{ method, path, want string }{
-		{"POST", "/", compatible}, // GET / is the web page
 		{"GET", "/index.html", compatible},
 		{"GET", "/assets/", compatible},
 		{"GET", "/assets/nope.js", compatible},
-		{"POST", "/assets/app.js", compatible},
 		{"GET", "/nope", compatible},
 		{"GET", "/api/user/me", compatible}, // the proxy strips /api, not feedd
 		{"GET", "/user/me/", compatible},
