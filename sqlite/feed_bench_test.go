@@ -170,15 +170,18 @@ func BenchmarkInboxDeliverFull(b *testing.B) {
 	}
 	defer db.Close()
 	const users, full = 1000, 800
-	// Entries of posts 1..full, scores a second apart; the users' inboxes
-	// are filled in one statement each.
-	for u := 1; u <= users; u++ {
-		if _, err := db.Write.ExecContext(ctx, `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?2)
-			INSERT INTO inbox (user_id, score, post_id) SELECT ?1, 1800000000000 + i * 1000, i FROM g`, u, full); err != nil {
+	// Entries of posts 1..full, scores a second apart, added to each inbox
+	// in one call.
+	ib := &sqlite.Inbox{DB: db}
+	entries := make([]feed.Entry, full)
+	for i := range entries {
+		entries[i] = feed.Entry{PostID: int64(i + 1), Score: 1_800_000_000_000 + int64(i+1)*1000}
+	}
+	for u := int64(1); u <= users; u++ {
+		if err := ib.Add(ctx, u, entries); err != nil {
 			b.Fatal(err)
 		}
 	}
-	ib := &sqlite.Inbox{DB: db}
 	ids := make([]int64, users)
 	for i := range ids {
 		ids[i] = int64(i + 1)
