@@ -8,12 +8,15 @@
 //	cursor.go   feed order, bounds, both cursors, page limits
 //	read.go     reading a feed: inbox, outbox, merge, rebuild, hydrate
 //	auth.go     login codes and sessions
+//	limit.go    abuse limits: RateStore, N/DURATION limits
 //	post.go     posts and likes
 //	social.go   follows, mutes, blocks, lists
 //	user.go     users
 //	job.go      the durable jobs stores enqueue
 //	filter.go   muted words, reports and hidden posts (every timeline)
 //	rank.go     the ranked timeline: model, candidates, snapshots
+//	event.go    live timeline events (EventService)
+//	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
 //	error.go    error codes
 package feed
