@@ -141,6 +141,11 @@ type RankStore interface {
 	Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]Affinity, error)
 }
 
+// SnapshotsKept is how many of one user's ranked snapshots the SQL stores
+// keep (the newest); older ones go when a new one is saved, so a client
+// restarting its scroll in a loop cannot grow the table.
+const SnapshotsKept = 4
+
 // SnapshotStore keeps the order of ranked scrolls.
 // Implementations: sqlite.DB, postgres.DB, redis.Snapshots;
 // feedtest.TestSnapshotStore is the contract.

@@ -14,11 +14,6 @@ var (
 	_ feed.SnapshotStore = (*DB)(nil)
 )
 
-// snapshotsKept is how many of one user's snapshots are kept (the newest);
-// older ones go when a new one is saved, so a client restarting its scroll
-// in a loop cannot grow the table.
-const snapshotsKept = 4
-
 // Candidates implements feed.RankStore: only what the model needs, by
 // primary key.
 func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]feed.RankCandidate, error) {
@@ -85,7 +80,7 @@ func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE user_id = ?1 AND id NOT IN
-			(SELECT id FROM rank_snapshots WHERE user_id = ?1 ORDER BY created_at DESC LIMIT ?2)`, viewerID, snapshotsKept-1); err != nil {
+			(SELECT id FROM rank_snapshots WHERE user_id = ?1 ORDER BY created_at DESC LIMIT ?2)`, viewerID, feed.SnapshotsKept-1); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,

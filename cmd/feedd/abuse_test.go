@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -55,17 +54,7 @@ func (p *peer) v1() *v1Client {
 // raw sends one request and returns the response (body read) and the body.
 func (p *peer) raw(method, path, auth string, body any) (*http.Response, []byte) {
 	p.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
+	rd := bodyReader(body)
 	req, err := http.NewRequest(method, p.s.base+path, rd)
 	if err != nil {
 		p.t.Fatal(err)

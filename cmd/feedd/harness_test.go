@@ -186,17 +186,7 @@ type reply struct {
 
 func (s *server) do(method, path, token string, body any) reply {
 	s.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
+	rd := bodyReader(body)
 	req, err := http.NewRequest(method, s.base+path, rd)
 	if err != nil {
 		s.t.Fatal(err)
@@ -313,5 +303,21 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bodyReader is a request body: nil, a string or bytes as they are,
+// anything else as JSON.
+func bodyReader(body any) io.Reader {
+	switch b := body.(type) {
+	case nil:
+		return nil
+	case string:
+		return strings.NewReader(b)
+	case []byte:
+		return bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		return bytes.NewReader(j)
 	}
 }
