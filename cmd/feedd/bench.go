@@ -307,7 +307,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		out = r
 		text = r.Text()
 	case "rank":
-		r, err := bench.Rank(ctx, env, bf.rank)
+		opt := bf.rank
+		opt.CPUProfile = bf.cpuProfile
+		r, err := bench.Rank(ctx, env, opt)
 		if err != nil {
 			return err
 		}
@@ -369,7 +371,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
 	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, rank: write a CPU profile (pprof) of feedd's part of the last run (rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {

@@ -25,6 +25,9 @@ type RankOptions struct {
 	POther     float64 `json:"p_other"`    // chance a viewer likes any other first-period post it sees
 	Rounds     int     `json:"rounds"`     // latency: pages of each kind read per viewer
 	Limit      int     `json:"limit"`      // page size (NDCG@Limit)
+	// CPUProfile, when set, is the file that receives a CPU profile of
+	// this process while the pages are read (the latency rounds).
+	CPUProfile string `json:"-"`
 }
 
 // DefaultRankOptions is the world of BENCHMARKS.md.
@@ -203,6 +206,13 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 	}
 	var ranked, chrono []float64
 	var tRanked, tChrono, tNext Latencies
+	if opt.CPUProfile != "" {
+		stop, err := startCPUProfile(opt.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	for i := range opt.Viewers {
 		rel := func(vs []feed.PostView) []bool {
 			out := make([]bool, len(vs))
