@@ -55,7 +55,7 @@ type RankSettings struct {
 func DefaultRankSettings() RankSettings {
 	return RankSettings{
 		Window:           72 * time.Hour,
-		Candidates:       300,
+		Candidates:       150,
 		SnapshotTTL:      30 * time.Minute,
 		RecencyHalfLife:  12 * time.Hour,
 		AffinityWindow:   30 * 24 * time.Hour,
@@ -106,7 +106,28 @@ type Rank struct {
 type RankedItem struct {
 	PostID int64
 	Score  int64 // the entry's feed score (creation ms)
-	Rank   Rank
+	// Rank is the post's rank. The ranked timeline leaves Rank.Features
+	// nil in the items it ranks, holding them in features instead, so that
+	// ranking hundreds of candidates does not make a map each: View
+	// returns the full Rank.
+	Rank     Rank
+	features *[len(RankFeatures)]float64
+}
+
+// View returns the item's Rank with its Features.
+func (it *RankedItem) View() Rank {
+	if it.Rank.Features != nil || it.features == nil {
+		return it.Rank
+	}
+	return newRank(it.Rank.Score, *it.features)
+}
+
+// feature returns the item's feature i (of RankFeatures).
+func (it *RankedItem) feature(i int) float64 {
+	if it.features != nil && it.Rank.Features == nil {
+		return it.features[i]
+	}
+	return it.Rank.Features[RankFeatures[i]]
 }
 
 // RankCandidate is what the model reads of a candidate post.
@@ -139,6 +160,14 @@ type RankStore interface {
 	// since `since` or follows, the Affinity; likes weigh
 	// 2^(-(now-liked_at)/halfLife). One round trip.
 	Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]Affinity, error)
+}
+
+// RankInputReader is a RankStore that reads all the model needs of a first
+// ranked page in one statement. RankInputs returns what Candidates(ids)
+// and Affinity(the candidates' authors) would. The ranked timeline uses it
+// when Ranks implements it. Implementations: sqlite.DB, postgres.DB.
+type RankInputReader interface {
+	RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error)
 }
 
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
@@ -248,17 +277,18 @@ func (s *Service) rankedPage(ctx context.Context, userID int64, snapshot string,
 // and attaches their ranks.
 func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedItem) ([]PostView, error) {
 	entries := make([]Entry, len(items))
-	ranks := make(map[int64]*Rank, len(items))
+	ranks := make(map[int64]*RankedItem, len(items))
 	for i := range items {
 		entries[i] = Entry{PostID: items[i].PostID, Score: items[i].Score}
-		ranks[items[i].PostID] = &items[i].Rank
+		ranks[items[i].PostID] = &items[i]
 	}
 	views, err := s.hydrateEntries(ctx, userID, entries)
 	if err != nil {
 		return nil, err
 	}
 	for i := range views {
-		views[i].Rank = ranks[views[i].ID]
+		r := ranks[views[i].ID].View()
+		views[i].Rank = &r
 	}
 	return views, nil
 }
@@ -283,23 +313,15 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	cands, err := s.Ranks.Candidates(ctx, userID, postIDs(entries))
-	if err != nil {
-		return nil, err
-	}
-	authors := make([]int64, 0, len(cands))
-	for _, c := range cands {
-		authors = append(authors, c.AuthorID)
-	}
-	slices.Sort(authors)
-	aff, err := s.Ranks.Affinity(ctx, userID, slices.Compact(authors), now.Add(-rs.AffinityWindow), now, rs.AffinityHalfLife)
+	cands, aff, err := s.rankInputs(ctx, userID, postIDs(entries), now.Add(-rs.AffinityWindow), now, rs.AffinityHalfLife)
 	if err != nil {
 		return nil, err
 	}
 	items := make([]RankedItem, 0, len(cands))
 	for _, e := range entries {
 		if c, ok := cands[e.PostID]; ok {
-			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: rs.score(c, userID, aff[c.AuthorID], now)})
+			score, f := rs.score(c, userID, aff[c.AuthorID], now)
+			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f})
 		}
 	}
 	// Stable: equal scores keep feed order.
@@ -307,13 +329,37 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	return items, nil
 }
 
+// rankInputs reads the candidates among ids and the viewer's affinity to
+// their authors: one statement when the store is a RankInputReader, two
+// otherwise.
+func (s *Service) rankInputs(ctx context.Context, userID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error) {
+	if r, ok := s.Ranks.(RankInputReader); ok {
+		return r.RankInputs(ctx, userID, ids, since, now, halfLife)
+	}
+	cands, err := s.Ranks.Candidates(ctx, userID, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	authors := make([]int64, 0, len(cands))
+	for _, c := range cands {
+		authors = append(authors, c.AuthorID)
+	}
+	slices.Sort(authors)
+	aff, err := s.Ranks.Affinity(ctx, userID, slices.Compact(authors), since, now, halfLife)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cands, aff, nil
+}
+
 // RankFeatures names the model's features, in the order of Rank.Features'
 // stored form.
 var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
 
-// score computes the model of RankSettings for candidate c and viewerID.
-func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) Rank {
-	f := [len(RankFeatures)]float64{
+// score computes the model of RankSettings for candidate c and viewerID:
+// the score and the features in RankFeatures' order.
+func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) (float64, *[len(RankFeatures)]float64) {
+	f := &[len(RankFeatures)]float64{
 		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
 		a.Likes / (a.Likes + rs.AffinityPrior),
 		0,
@@ -327,7 +373,7 @@ func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now ti
 		f[4] = 1
 	}
 	score := rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
-	return newRank(score, f)
+	return score, f
 }
 
 func newRank(score float64, f [len(RankFeatures)]float64) Rank {
@@ -366,9 +412,9 @@ func EncodeSnapshot(items []RankedItem) []byte {
 		b = strconv.AppendInt(b, it.Score, 10)
 		b = append(b, ',')
 		b = strconv.AppendFloat(b, it.Rank.Score, 'g', -1, 64)
-		for _, name := range RankFeatures {
+		for i := range RankFeatures {
 			b = append(b, ',')
-			b = strconv.AppendFloat(b, it.Rank.Features[name], 'g', -1, 64)
+			b = strconv.AppendFloat(b, it.feature(i), 'g', -1, 64)
 		}
 		b = append(b, '\n')
 	}

@@ -111,6 +111,13 @@ func testReports(t *testing.T, b *Backend) {
 	}
 }
 
+// TestSnapshotStore runs the contract of feed.SnapshotStore on the store
+// open returns, empty on every call: a snapshot reads back page by page,
+// only for its viewer, and not after it expires.
+func TestSnapshotStore(t *testing.T, open func(t *testing.T) feed.SnapshotStore) {
+	testSnapshots(t, &Backend{Snapshots: open(t)})
+}
+
 func testSnapshots(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	now := time.Now()

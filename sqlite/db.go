@@ -47,7 +47,8 @@ type DB struct {
 
 	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
 
-	views viewStmt // see FeedViews
+	views      viewStmt // see FeedViews
+	rankInputs viewStmt // see RankInputs
 }
 
 // Options tune an opened database.
@@ -150,11 +151,7 @@ func openFile(ctx context.Context, path string, o Options) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	var err error
-	if db.views.stmt != nil {
-		err = db.views.stmt.Close()
-	}
-	return errors.Join(err, db.Read.Close(), db.Write.Close())
+	return errors.Join(db.views.close(), db.rankInputs.close(), db.Read.Close(), db.Write.Close())
 }
 
 func (db *DB) migrate(ctx context.Context) error {

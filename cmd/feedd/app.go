@@ -275,7 +275,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		rr.Durable = rates // the limits hold through a Redis loss
 		rates = rr
 		a.ready = append(a.ready, feedhttp.ReadyCheck{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
-		snapshots = redis.NewSnapshots(rdb, c.redisPrefix)
+		if c.rankSnapshots == "auto" || c.rankSnapshots == "redis" {
+			snapshots = redis.NewSnapshots(rdb, c.redisPrefix)
+		}
 		dbHealth := a.health
 		// Redis being down degrades feedd but does not stop it serving, so
 		// health reports the database only; Redis trouble goes to the log.
@@ -287,6 +289,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}
 
+	snapshots = rankSnapshots(c, rdb != nil, snapshots)
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
@@ -316,6 +319,19 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()
 	return a, nil
+}
+
+// rankSnapshots returns where the ranked scrolls' orders are kept
+// (--rank-snapshots), given the store chosen so far (Redis when configured,
+// else the database): in this process's memory when asked, or by default
+// on the embedded SQLite without Redis, where a snapshot in the database
+// would be a write transaction per first ranked page, queued behind the one
+// writer (BENCHMARKS.md, "Ranked timeline").
+func rankSnapshots(c *config, withRedis bool, chosen feed.SnapshotStore) feed.SnapshotStore {
+	if c.rankSnapshots == "memory" || (c.rankSnapshots == "auto" && !withRedis && c.databaseURL == "") {
+		return &inmem.Snapshots{}
+	}
+	return chosen
 }
 
 // redisClient returns the configured Redis client, nil if none. One code

@@ -63,6 +63,7 @@ type config struct {
 	shedWait       time.Duration // shed.go
 	// The ranked timeline and the filters (rankflags.go).
 	rank            feed.RankSettings
+	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.

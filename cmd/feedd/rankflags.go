@@ -27,6 +27,8 @@ func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string
 	dur(&r.Window, "rank-window", "FEED_RANK_WINDOW", d.Window, "ranked timeline: candidates are timeline entries at most this old")
 	fs.IntVar(&r.Candidates, "rank-candidates", d.Candidates, help(fmt.Sprintf("ranked timeline: most entries ranked (1-%d)", feed.MaxRankCandidates), "FEED_RANK_CANDIDATES"))
 	fromEnv("rank-candidates", "FEED_RANK_CANDIDATES")
+	fs.StringVar(&c.rankSnapshots, "rank-snapshots", "auto", help("ranked timeline: where scrolls' orders are kept: auto (redis with --redis-url, else memory on SQLite, database on PostgreSQL), memory (this process only), database or redis", "FEED_RANK_SNAPSHOTS"))
+	fromEnv("rank-snapshots", "FEED_RANK_SNAPSHOTS")
 	dur(&r.SnapshotTTL, "rank-snapshot-ttl", "FEED_RANK_SNAPSHOT_TTL", d.SnapshotTTL, "ranked timeline: how long a scroll's order is kept")
 	dur(&r.RecencyHalfLife, "rank-recency-half-life", "FEED_RANK_RECENCY_HALF_LIFE", d.RecencyHalfLife, "ranked timeline: half-life of the recency feature")
 	dur(&r.AffinityWindow, "rank-affinity-window", "FEED_RANK_AFFINITY_WINDOW", d.AffinityWindow, "ranked timeline: likes this recent count towards affinity")
@@ -45,6 +47,15 @@ func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string
 func (c *config) validRank() error {
 	if c.reportThreshold < 1 {
 		return fmt.Errorf("--report-threshold must be at least 1")
+	}
+	switch c.rankSnapshots {
+	case "auto", "memory", "database":
+	case "redis":
+		if c.redisURL == "" && c.redisCluster == "" {
+			return fmt.Errorf("--rank-snapshots redis needs --redis-url or --redis-cluster")
+		}
+	default:
+		return fmt.Errorf("--rank-snapshots must be auto, memory, database or redis")
 	}
 	if err := c.rank.Validate(); err != nil {
 		return fmt.Errorf("--rank-*: %s", feed.ErrorMessage(err))

@@ -1,0 +1,105 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/inmem"
+	"github.com/feedd/feedd/sqlite"
+)
+
+// The first ranked page's reads on the embedded store, 300 candidates:
+//
+//	go test -run '^$' -bench 'Rank|Timeline' -count 10 ./sqlite
+
+func rankIDs(w *benchWorld, n int) []int64 {
+	ids := make([]int64, 0, n)
+	for _, p := range w.posts[len(w.posts)-n:] {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
+// BenchmarkRankInputs is the one statement of sqlite.DB.RankInputs.
+func BenchmarkRankInputs(b *testing.B) {
+	w := openBenchWorld(b)
+	for _, n := range []int{150, 300} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ids, now := rankIDs(w, n), time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+			for b.Loop() {
+				if _, _, err := w.db.RankInputs(b.Context(), w.viewer, ids, now.Add(-720*time.Hour), now, 168*time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRankCandidatesAffinity is the same through the two statements
+// of feed.RankStore.
+func BenchmarkRankCandidatesAffinity(b *testing.B) {
+	w := openBenchWorld(b)
+	ids, now := rankIDs(w, 300), time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	ctx := context.Background()
+	for b.Loop() {
+		cands, err := w.db.Candidates(ctx, w.viewer, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var authors []int64
+		for _, c := range cands {
+			authors = append(authors, c.AuthorID)
+		}
+		slices.Sort(authors)
+		if _, err := w.db.Affinity(ctx, w.viewer, slices.Compact(authors), now.Add(-720*time.Hour), now, 168*time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRankedFirstPage is a first ranked page (snapshots in memory)
+// of 10 posts, of 150 and 300 candidates, and BenchmarkTimelineFirstPage a
+// first chronological one.
+func BenchmarkRankedFirstPage(b *testing.B) {
+	w := openBenchWorld(b)
+	w.svc.Snapshots = &inmem.Snapshots{}
+	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	w.svc.Now = func() time.Time { return now }
+	for _, n := range []int{150, 300} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			rs := feed.DefaultRankSettings()
+			rs.Candidates = n
+			w.svc.Rank = &rs
+			for b.Loop() {
+				if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkTimelineFirstPage(b *testing.B) {
+	w := openBenchWorld(b)
+	for b.Loop() {
+		if _, err := w.svc.Timeline(b.Context(), w.viewer, nil, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInboxPageCandidates is the stream read of a first ranked page:
+// 150 entries of the embedded inbox.
+func BenchmarkInboxPageCandidates(b *testing.B) {
+	w := openBenchWorld(b)
+	ib := &sqlite.Inbox{DB: w.db}
+	for b.Loop() {
+		if es, err := ib.Page(b.Context(), w.viewer, feed.AtMost(1<<62), 0, 150); err != nil || len(es) != 150 {
+			b.Fatalf("page: %v", err)
+		}
+	}
+}
