@@ -170,6 +170,18 @@ type RankInputReader interface {
 	RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error)
 }
 
+// InboxRanker is an Inbox that reads a first ranked page's inputs in one
+// statement: the entries Page(userID, Top(), 0, limit) returns, down to
+// score oldest, and what RankInputs returns of them (candidates whose
+// posts are gone are left out, as there). It reads the posts, likes and
+// follows of the database it keeps inboxes in, which must be the
+// service's. The ranked timeline uses it when the viewer follows no
+// pull-mode author (whose posts are merged at read time).
+// Implementation: sqlite.Inbox.
+type InboxRanker interface {
+	RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]Entry, map[int64]RankCandidate, map[int64]Affinity, error)
+}
+
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
 // keep (the newest); older ones go when a new one is saved, so a client
 // restarting its scroll in a loop cannot grow the table.
@@ -302,20 +314,33 @@ func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedIte
 func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedItem, error) {
 	rs := s.rankSettings()
 	now := s.now()
-	entries, err := s.streamPage(ctx, userID, Top(), 0, rs.Candidates)
-	if err != nil {
-		return nil, err
-	}
 	oldest := now.Add(-rs.Window).UnixMilli()
-	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
-		entries = entries[:i]
-	}
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	cands, aff, err := s.rankInputs(ctx, userID, postIDs(entries), now.Add(-rs.AffinityWindow), now, rs.AffinityHalfLife)
+	since := now.Add(-rs.AffinityWindow)
+	pulls, err := s.Social.PullFollowees(ctx, userID)
 	if err != nil {
 		return nil, err
+	}
+	var entries []Entry
+	var cands map[int64]RankCandidate
+	var aff map[int64]Affinity
+	if ir, ok := s.Inbox.(InboxRanker); ok && len(pulls) == 0 {
+		// The whole stream is the inbox: one statement.
+		if entries, cands, aff, err = ir.RankPage(ctx, userID, oldest, rs.Candidates, since, now, rs.AffinityHalfLife); err != nil {
+			return nil, err
+		}
+	} else {
+		if entries, err = s.streamPulls(ctx, userID, pulls, Top(), 0, rs.Candidates); err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
+			entries = entries[:i]
+		}
+		if len(entries) == 0 {
+			return nil, nil
+		}
+		if cands, aff, err = s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife); err != nil {
+			return nil, err
+		}
 	}
 	items := make([]RankedItem, 0, len(cands))
 	for _, e := range entries {

@@ -49,6 +49,7 @@ type DB struct {
 
 	views      viewStmt // see FeedViews
 	rankInputs viewStmt // see RankInputs
+	rankPage   viewStmt // see Inbox.RankPage
 }
 
 // Options tune an opened database.
@@ -151,7 +152,7 @@ func openFile(ctx context.Context, path string, o Options) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.views.close(), db.rankInputs.close(), db.Read.Close(), db.Write.Close())
+	return errors.Join(db.views.close(), db.rankInputs.close(), db.rankPage.close(), db.Read.Close(), db.Write.Close())
 }
 
 func (db *DB) migrate(ctx context.Context) error {

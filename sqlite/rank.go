@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,20 +19,18 @@ var (
 	_ feed.SnapshotStore   = (*DB)(nil)
 )
 
-// rankInputsQuery reads in one statement, as one row of three lists, what
-// Candidates and Affinity do: the candidate posts among ?2 (a JSON array),
-// "id,author,created,likes" each; the viewer's (?1) likes of their
-// authors' posts since ?3 or of the candidates themselves,
-// "post,author,liked_at" each; the viewer's follows of those authors,
-// "author,followed_at" each (lists space-separated, NULL when empty). One
-// row instead of one per candidate: stepping rows through database/sql is
-// most of what a few hundred primary-key lookups cost. The candidates are
-// read once (MATERIALIZED), and so are their distinct authors; every other
-// lookup is by primary key or index.
-const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, user_id, created_at, liked FROM posts
-		WHERE id IN (SELECT value FROM json_each(?2))),
-	a AS MATERIALIZED (SELECT DISTINCT user_id FROM c)
-	SELECT (SELECT group_concat(id || ',' || user_id || ',' || created_at || ',' || liked, ' ') FROM c),
+// rankLists is the end of the statements that read a first ranked page's
+// inputs in one row (rankInputsQuery, rankPageQuery), once c holds the
+// candidate posts (id, score: the entry's, user_id, created_at, liked) and
+// a their distinct authors: three lists, space-separated (NULL when
+// empty): the candidates, "id,score,author,created,likes" each; the
+// viewer's (?1) likes of the authors' posts since ?3 or of the candidates
+// themselves, "post,author,liked_at" each; the viewer's follows of the
+// authors, "author,followed_at" each. One row instead of one per
+// candidate, and c and a are read once (MATERIALIZED); every other lookup
+// is by primary key or index.
+const rankLists = `a AS MATERIALIZED (SELECT DISTINCT user_id FROM c)
+	SELECT (SELECT group_concat(id || ',' || score || ',' || user_id || ',' || created_at || ',' || liked, ' ') FROM c),
 	(SELECT group_concat(l.post_id || ',' || p.user_id || ',' || l.created_at, ' ')
 		FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ?1 AND (l.created_at >= ?3 OR l.post_id IN (SELECT id FROM c))
@@ -39,28 +38,63 @@ const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, user_id, created_at,
 	(SELECT group_concat(f.followee_id || ',' || f.created_at, ' ')
 		FROM a JOIN follows f ON f.follower_id = ?1 AND f.followee_id = a.user_id)`
 
+// rankInputsQuery is RankInputs: the candidates are the posts among ?2 (a
+// JSON array).
+const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, created_at AS score, user_id, created_at, liked FROM posts
+		WHERE id IN (SELECT value FROM json_each(?2))),
+	` + rankLists
+
+// rankPageQuery is Inbox.RankPage: the candidates are the newest ?4
+// entries of the viewer's inbox of score ?2 or more, whose posts exist.
+const rankPageQuery = `WITH c AS MATERIALIZED (SELECT p.id, i.score, p.user_id, p.created_at, p.liked
+		FROM (SELECT score, post_id FROM inbox WHERE user_id = ?1 AND score >= ?2
+			ORDER BY score DESC, post_id DESC LIMIT ?4) i
+		JOIN posts p ON p.id = i.post_id),
+	` + rankLists
+
 // RankInputs implements feed.RankInputReader with rankInputsQuery,
 // prepared once.
 func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
-	cands := make(map[int64]feed.RankCandidate, len(ids))
-	aff := map[int64]feed.Affinity{}
 	if len(ids) == 0 {
-		return cands, aff, nil
+		return map[int64]feed.RankCandidate{}, map[int64]feed.Affinity{}, nil
 	}
 	stmt, err := db.rankInputs.prepare(db.Read, rankInputsQuery)
 	if err != nil {
 		return nil, nil, err
 	}
-	var posts, likes, follows sql.NullString
-	if err := stmt.QueryRowContext(ctx, viewerID, idList(ids), ms(since)).Scan(&posts, &likes, &follows); err != nil {
-		return nil, nil, err
+	_, cands, aff, err := scanRankLists(stmt.QueryRowContext(ctx, viewerID, idList(ids), ms(since)), since, now, halfLife)
+	return cands, aff, err
+}
+
+var _ feed.InboxRanker = (*Inbox)(nil)
+
+// RankPage implements feed.InboxRanker with rankPageQuery, prepared once.
+func (ib *Inbox) RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]feed.Entry, map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
+	stmt, err := ib.DB.rankPage.prepare(ib.DB.Read, rankPageQuery)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	var f [4]int64
-	err = eachTuple(posts.String, f[:], func() {
-		cands[f[0]] = feed.RankCandidate{PostID: f[0], AuthorID: f[1], Score: f[2], Likes: int(f[3])}
+	return scanRankLists(stmt.QueryRowContext(ctx, userID, oldest, ms(since), limit), since, now, halfLife)
+}
+
+// scanRankLists reads the row of rankLists: the candidates' entries in
+// feed order, the candidates and the affinities.
+func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) ([]feed.Entry, map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
+	var posts, likes, follows sql.NullString
+	if err := row.Scan(&posts, &likes, &follows); err != nil {
+		return nil, nil, nil, err
+	}
+	n := strings.Count(posts.String, " ") + 1
+	entries := make([]feed.Entry, 0, n)
+	cands := make(map[int64]feed.RankCandidate, n)
+	aff := map[int64]feed.Affinity{}
+	var f [5]int64
+	err := eachTuple(posts.String, f[:], func() {
+		entries = append(entries, feed.Entry{PostID: f[0], Score: f[1]})
+		cands[f[0]] = feed.RankCandidate{PostID: f[0], AuthorID: f[2], Score: f[3], Likes: int(f[4])}
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	err = eachTuple(likes.String, f[:3], func() {
 		if c, ok := cands[f[0]]; ok {
@@ -74,7 +108,7 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 		}
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	err = eachTuple(follows.String, f[:2], func() {
 		a := aff[f[0]]
@@ -82,9 +116,10 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 		aff[f[0]] = a
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return cands, aff, nil
+	slices.SortFunc(entries, feed.CompareEntries)
+	return entries, cands, aff, nil
 }
 
 // eachTuple parses list, space-separated tuples of len(f) comma-separated

@@ -231,7 +231,8 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 		var cp *feed.Page
 		for n := range opt.Rounds {
 			// Alternate the order of the two reads, so that neither always
-			// runs on a warmer cache.
+			// runs on a warmer cache: by round, and by viewer, so that each
+			// order makes half of the viewers' first (cold) reads.
 			readRanked := func() error {
 				t0 := time.Now()
 				p, err := svc.RankedTimeline(ctx, viewer(i), nil, opt.Limit)
@@ -252,7 +253,7 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 				return err
 			}
 			reads := []func() error{readRanked, readChrono}
-			if n%2 == 1 {
+			if (i+n)%2 == 1 {
 				reads[0], reads[1] = reads[1], reads[0]
 			}
 			for _, read := range reads {
