@@ -111,20 +111,21 @@ type RankedItem struct {
 	// ranking hundreds of candidates does not make a map each: View
 	// returns the full Rank.
 	Rank     Rank
-	features *[len(RankFeatures)]float64
+	features [len(RankFeatures)]float64
+	lazy     bool // Rank.Features is left to View
 }
 
 // View returns the item's Rank with its Features.
 func (it *RankedItem) View() Rank {
-	if it.Rank.Features != nil || it.features == nil {
+	if !it.lazy || it.Rank.Features != nil {
 		return it.Rank
 	}
-	return newRank(it.Rank.Score, *it.features)
+	return newRank(it.Rank.Score, it.features)
 }
 
 // feature returns the item's feature i (of RankFeatures).
 func (it *RankedItem) feature(i int) float64 {
-	if it.features != nil && it.Rank.Features == nil {
+	if it.lazy && it.Rank.Features == nil {
 		return it.features[i]
 	}
 	return it.Rank.Features[RankFeatures[i]]
@@ -171,15 +172,16 @@ type RankInputReader interface {
 }
 
 // InboxRanker is an Inbox that reads a first ranked page's inputs in one
-// statement: the entries Page(userID, Top(), 0, limit) returns, down to
-// score oldest, and what RankInputs returns of them (candidates whose
-// posts are gone are left out, as there). It reads the posts, likes and
-// follows of the database it keeps inboxes in, which must be the
-// service's. The ranked timeline uses it when the viewer follows no
+// statement. RankPage returns, for the entries Page(userID, Top(), 0,
+// limit) returns down to score oldest, what RankInputs returns of them:
+// the candidates in feed order (those whose posts are gone left out, each
+// with the entry's score as Score) and the affinities. It reads the posts,
+// likes and follows of the database it keeps inboxes in, which must be
+// the service's. The ranked timeline uses it when the viewer follows no
 // pull-mode author (whose posts are merged at read time).
 // Implementation: sqlite.Inbox.
 type InboxRanker interface {
-	RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]Entry, map[int64]RankCandidate, map[int64]Affinity, error)
+	RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]RankCandidate, map[int64]Affinity, error)
 }
 
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
@@ -320,16 +322,17 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	if err != nil {
 		return nil, err
 	}
-	var entries []Entry
-	var cands map[int64]RankCandidate
+	var list []RankCandidate // in feed order
+	var scores []int64       // their entries' scores
 	var aff map[int64]Affinity
 	if ir, ok := s.Inbox.(InboxRanker); ok && len(pulls) == 0 {
 		// The whole stream is the inbox: one statement.
-		if entries, cands, aff, err = ir.RankPage(ctx, userID, oldest, rs.Candidates, since, now, rs.AffinityHalfLife); err != nil {
+		if list, aff, err = ir.RankPage(ctx, userID, oldest, rs.Candidates, since, now, rs.AffinityHalfLife); err != nil {
 			return nil, err
 		}
 	} else {
-		if entries, err = s.streamPulls(ctx, userID, pulls, Top(), 0, rs.Candidates); err != nil {
+		entries, err := s.streamPulls(ctx, userID, pulls, Top(), 0, rs.Candidates)
+		if err != nil {
 			return nil, err
 		}
 		if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
@@ -338,15 +341,22 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 		if len(entries) == 0 {
 			return nil, nil
 		}
+		var cands map[int64]RankCandidate
 		if cands, aff, err = s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife); err != nil {
 			return nil, err
 		}
+		for _, e := range entries {
+			if c, ok := cands[e.PostID]; ok {
+				list, scores = append(list, c), append(scores, e.Score)
+			}
+		}
 	}
-	items := make([]RankedItem, 0, len(cands))
-	for _, e := range entries {
-		if c, ok := cands[e.PostID]; ok {
-			score, f := rs.score(c, userID, aff[c.AuthorID], now)
-			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f})
+	items := make([]RankedItem, len(list))
+	for i, c := range list {
+		score, f := rs.score(c, userID, aff[c.AuthorID], now)
+		items[i] = RankedItem{PostID: c.PostID, Score: c.Score, Rank: Rank{Score: score}, features: f, lazy: true}
+		if scores != nil {
+			items[i].Score = scores[i]
 		}
 	}
 	// Stable: equal scores keep feed order.
@@ -383,8 +393,8 @@ var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement"
 
 // score computes the model of RankSettings for candidate c and viewerID:
 // the score and the features in RankFeatures' order.
-func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) (float64, *[len(RankFeatures)]float64) {
-	f := &[len(RankFeatures)]float64{
+func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) (float64, [len(RankFeatures)]float64) {
+	f := [len(RankFeatures)]float64{
 		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
 		a.Likes / (a.Likes + rs.AffinityPrior),
 		0,

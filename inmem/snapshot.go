@@ -10,7 +10,7 @@ import (
 )
 
 // SnapshotItems bounds the ranked items all of a Snapshots holds (about
-// 80 bytes each, so ~80 MiB): past it, the oldest snapshots are dropped
+// 90 bytes each, so ~90 MiB): past it, the oldest snapshots are dropped
 // first, and their cursors answer as expired ones do.
 const SnapshotItems = 1 << 20
 

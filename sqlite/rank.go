@@ -21,16 +21,16 @@ var (
 
 // rankLists is the end of the statements that read a first ranked page's
 // inputs in one row (rankInputsQuery, rankPageQuery), once c holds the
-// candidate posts (id, score: the entry's, user_id, created_at, liked) and
-// a their distinct authors: three lists, space-separated (NULL when
-// empty): the candidates, "id,score,author,created,likes" each; the
-// viewer's (?1) likes of the authors' posts since ?3 or of the candidates
-// themselves, "post,author,liked_at" each; the viewer's follows of the
-// authors, "author,followed_at" each. One row instead of one per
-// candidate, and c and a are read once (MATERIALIZED); every other lookup
-// is by primary key or index.
+// candidate posts (id; score: the entry's, or the post's creation ms;
+// user_id; liked) and a their distinct authors. It selects three lists,
+// space-separated (NULL when empty): the candidates,
+// "id,score,author,likes" each; the viewer's (?1) likes of the authors'
+// posts since ?3 or of the candidates themselves, "post,author,liked_at"
+// each; the viewer's follows of the authors, "author,followed_at" each.
+// One row instead of one per candidate, and c and a are read once
+// (MATERIALIZED); every other lookup is by primary key or index.
 const rankLists = `a AS MATERIALIZED (SELECT DISTINCT user_id FROM c)
-	SELECT (SELECT group_concat(id || ',' || score || ',' || user_id || ',' || created_at || ',' || liked, ' ') FROM c),
+	SELECT (SELECT group_concat(id || ',' || score || ',' || user_id || ',' || liked, ' ') FROM c),
 	(SELECT group_concat(l.post_id || ',' || p.user_id || ',' || l.created_at, ' ')
 		FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ?1 AND (l.created_at >= ?3 OR l.post_id IN (SELECT id FROM c))
@@ -40,13 +40,13 @@ const rankLists = `a AS MATERIALIZED (SELECT DISTINCT user_id FROM c)
 
 // rankInputsQuery is RankInputs: the candidates are the posts among ?2 (a
 // JSON array).
-const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, created_at AS score, user_id, created_at, liked FROM posts
+const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, created_at AS score, user_id, liked FROM posts
 		WHERE id IN (SELECT value FROM json_each(?2))),
 	` + rankLists
 
 // rankPageQuery is Inbox.RankPage: the candidates are the newest ?4
 // entries of the viewer's inbox of score ?2 or more, whose posts exist.
-const rankPageQuery = `WITH c AS MATERIALIZED (SELECT p.id, i.score, p.user_id, p.created_at, p.liked
+const rankPageQuery = `WITH c AS MATERIALIZED (SELECT p.id, i.score, p.user_id, p.liked
 		FROM (SELECT score, post_id FROM inbox WHERE user_id = ?1 AND score >= ?2
 			ORDER BY score DESC, post_id DESC LIMIT ?4) i
 		JOIN posts p ON p.id = i.post_id),
@@ -62,45 +62,47 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 	if err != nil {
 		return nil, nil, err
 	}
-	_, cands, aff, err := scanRankLists(stmt.QueryRowContext(ctx, viewerID, idList(ids), ms(since)), since, now, halfLife)
-	return cands, aff, err
+	list, aff, err := scanRankLists(stmt.QueryRowContext(ctx, viewerID, idList(ids), ms(since)), since, now, halfLife)
+	if err != nil {
+		return nil, nil, err
+	}
+	cands := make(map[int64]feed.RankCandidate, len(list))
+	for _, c := range list {
+		cands[c.PostID] = c
+	}
+	return cands, aff, nil
 }
 
 var _ feed.InboxRanker = (*Inbox)(nil)
 
 // RankPage implements feed.InboxRanker with rankPageQuery, prepared once.
-func (ib *Inbox) RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]feed.Entry, map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
+func (ib *Inbox) RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]feed.RankCandidate, map[int64]feed.Affinity, error) {
 	stmt, err := ib.DB.rankPage.prepare(ib.DB.Read, rankPageQuery)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	return scanRankLists(stmt.QueryRowContext(ctx, userID, oldest, ms(since), limit), since, now, halfLife)
 }
 
-// scanRankLists reads the row of rankLists: the candidates' entries in
-// feed order, the candidates and the affinities.
-func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) ([]feed.Entry, map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
+// scanRankLists reads the row of rankLists: the candidates in feed order
+// (Score: the entry's score) and the affinities.
+func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) ([]feed.RankCandidate, map[int64]feed.Affinity, error) {
 	var posts, likes, follows sql.NullString
 	if err := row.Scan(&posts, &likes, &follows); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	n := strings.Count(posts.String, " ") + 1
-	entries := make([]feed.Entry, 0, n)
-	cands := make(map[int64]feed.RankCandidate, n)
+	cands := make([]feed.RankCandidate, 0, strings.Count(posts.String, " ")+1)
 	aff := map[int64]feed.Affinity{}
-	var f [5]int64
+	var f [4]int64
 	err := eachTuple(posts.String, f[:], func() {
-		entries = append(entries, feed.Entry{PostID: f[0], Score: f[1]})
-		cands[f[0]] = feed.RankCandidate{PostID: f[0], AuthorID: f[2], Score: f[3], Likes: int(f[4])}
+		cands = append(cands, feed.RankCandidate{PostID: f[0], Score: f[1], AuthorID: f[2], Likes: int(f[3])})
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
+	liked := map[int64]bool{}
 	err = eachTuple(likes.String, f[:3], func() {
-		if c, ok := cands[f[0]]; ok {
-			c.LikedByViewer = true
-			cands[f[0]] = c
-		}
+		liked[f[0]] = true
 		if f[2] >= ms(since) {
 			a := aff[f[1]]
 			a.Likes += feed.Decay(now.Sub(time.UnixMilli(f[2])), halfLife)
@@ -108,7 +110,7 @@ func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) (
 		}
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	err = eachTuple(follows.String, f[:2], func() {
 		a := aff[f[0]]
@@ -116,10 +118,15 @@ func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) (
 		aff[f[0]] = a
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	slices.SortFunc(entries, feed.CompareEntries)
-	return entries, cands, aff, nil
+	for i := range cands {
+		cands[i].LikedByViewer = liked[cands[i].PostID]
+	}
+	slices.SortFunc(cands, func(a, b feed.RankCandidate) int {
+		return feed.CompareEntries(feed.Entry{PostID: a.PostID, Score: a.Score}, feed.Entry{PostID: b.PostID, Score: b.Score})
+	})
+	return cands, aff, nil
 }
 
 // eachTuple parses list, space-separated tuples of len(f) comma-separated

@@ -83,20 +83,24 @@ func TestRankOneStatement(t *testing.T) {
 		cands, aff, err := db.RankInputs(ctx, viewer.ID, ids, since, now, halfLife)
 		must(t, err)
 		sameInputs(t, fmt.Sprintf("RankInputs, %d entries", len(ids)), cands, aff, wantCands, wantAff)
-		entries, cands, aff, err := ib.RankPage(ctx, viewer.ID, oldest, limit, since, now, halfLife)
+		list, aff, err := ib.RankPage(ctx, viewer.ID, oldest, limit, since, now, halfLife)
 		must(t, err)
-		sameInputs(t, fmt.Sprintf("RankPage, limit %d", limit), cands, aff, wantCands, wantAff)
-		if !slices.Equal(entries, wantEntries) {
-			t.Errorf("RankPage, limit %d: entries %v\nwant %v", limit, entries, wantEntries)
+		wantList := make([]feed.RankCandidate, len(wantEntries))
+		for i, e := range wantEntries {
+			wantList[i] = wantCands[e.PostID]
 		}
+		if !slices.Equal(list, wantList) {
+			t.Errorf("RankPage, limit %d: candidates %v\nwant, in feed order, %v", limit, list, wantList)
+		}
+		sameInputs(t, fmt.Sprintf("RankPage, limit %d", limit), wantCands, aff, wantCands, wantAff)
 		if limit == 200 && (len(wantCands) < 50 || len(wantAff) < 6) {
 			t.Fatalf("the world is too small to tell: %d candidates, %d affinities", len(wantCands), len(wantAff))
 		}
 	}
 	// A user with an empty inbox.
-	entries, cands, aff, err := ib.RankPage(ctx, authors[7], 0, 10, since, now, halfLife)
-	if err != nil || len(entries) != 0 || len(cands) != 0 || len(aff) != 0 {
-		t.Fatalf("RankPage of an empty inbox = %v, %v, %v, %v", entries, cands, aff, err)
+	list, aff, err := ib.RankPage(ctx, authors[7], 0, 10, since, now, halfLife)
+	if err != nil || len(list) != 0 || len(aff) != 0 {
+		t.Fatalf("RankPage of an empty inbox = %v, %v, %v", list, aff, err)
 	}
 }
 

@@ -163,12 +163,22 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 		}
 		ids[k] = created.ID
 	}
-	// Wait for the fan-out: every viewer's inbox holds its followees' posts.
+	// Wait for the fan-out: every viewer's inbox holds its followees' posts,
+	// or --inbox-cap of them (an inbox over the cap is trimmed to it, and
+	// may hold up to a quarter more until the next trim), and the count
+	// has stopped changing.
 	perAuthor := int64(opt.Before + opt.After)
-	want := int64(opt.Viewers*opt.Follows)*perAuthor + int64(opt.Authors)*perAuthor
+	inboxCap := int64(svc.InboxCap)
+	if inboxCap <= 0 {
+		inboxCap = feed.DefaultInboxCap
+	}
+	want := int64(opt.Viewers)*min(int64(opt.Follows)*perAuthor, inboxCap) + int64(opt.Authors)*min(perAuthor, inboxCap)
+	last := int64(-1)
 	if err := poll(ctx, 50*time.Millisecond, 10*time.Minute, func() (bool, error) {
 		n, err := inboxEntries(ctx, env, first, first+int64(users)-1)
-		return n >= want, err
+		done := n >= want && n == last
+		last = n
+		return done, err
 	}); err != nil {
 		return nil, fmt.Errorf("waiting for the fan-out: %w", err)
 	}
