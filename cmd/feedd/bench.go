@@ -299,7 +299,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	case "mixed":
 		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
 			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
-			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight,
+			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight, CPUProfile: bf.cpuProfile,
 		})
 		if err != nil {
 			return err
@@ -369,7 +369,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
 	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read: write a CPU profile (pprof) of feedd's part of the last run to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
