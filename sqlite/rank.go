@@ -21,7 +21,7 @@ func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
+	rows, err := db.read(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
 		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
 		FROM posts p
 		WHERE p.id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
@@ -46,7 +46,7 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
+	rows, err := db.read(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ?1 AND l.created_at >= ?2 AND p.user_id IN (SELECT value FROM json_each(?3))
 		UNION ALL SELECT 1, followee_id, created_at FROM follows
 		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3))`, viewerID, ms(since), idList(authorIDs))
@@ -92,7 +92,7 @@ func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items
 // Snapshot implements feed.SnapshotStore.
 func (db *DB) Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]feed.RankedItem, bool, error) {
 	var body string
-	err := db.Read.QueryRowContext(ctx, `SELECT items FROM rank_snapshots WHERE id = ? AND user_id = ? AND expires_at > ?`,
+	err := db.readRow(ctx, `SELECT items FROM rank_snapshots WHERE id = ? AND user_id = ? AND expires_at > ?`,
 		id, viewerID, ms(now)).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, feed.ErrNotFound("snapshot")

@@ -215,9 +215,19 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox, outbox, rates = db, &sqlite.Inbox{DB: db, Cap: c.inboxCap}, &sqlite.Outbox{DB: db}, db
+		st, outbox, rates = db, &sqlite.Outbox{DB: db}, db
 		a.health = db.Read.PingContext
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
+		if !c.redisConfigured() {
+			// The inboxes have a file and a writer of their own (sqlite/inboxdb.go).
+			idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous}, db)
+			if err != nil {
+				return nil, err
+			}
+			a.closers = append(a.closers, idb.Close)
+			inbox = &sqlite.Inbox{DB: idb, Cap: c.inboxCap}
+			a.ready = append(a.ready, feedhttp.ReadyCheck{Name: "inbox database", Check: idb.Ready})
+		}
 		qcfg.PollInterval = c.pollInterval
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsSQL(ctx, db.Read) }
 		// SQLite has no LISTEN/NOTIFY: this process wakes its own workers
@@ -324,6 +334,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 // API, and requests retry once: when Redis is down they fall back to the
 // database quickly instead of waiting out a long retry schedule.
 func redisClient(c *config) (goredis.UniversalClient, error) {
+	if !c.redisConfigured() {
+		return nil, nil
+	}
 	switch {
 	case c.redisCluster != "":
 		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64, MaxRetries: 1}), nil
@@ -339,4 +352,10 @@ func redisClient(c *config) (goredis.UniversalClient, error) {
 		return nil, errors.New("--redis-url was not parsed") // parseRedisURL is part of reading the configuration
 	}
 	return nil, nil
+}
+
+// redisConfigured reports whether feedd is given a Redis (then the
+// inboxes are in it).
+func (c *config) redisConfigured() bool {
+	return c.redisCluster != "" || c.redisFailover != nil || c.redisNode != nil || c.redisURL != ""
 }

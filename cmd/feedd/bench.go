@@ -236,7 +236,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			env.Store = &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+			store := &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+			if !c.redisConfigured() {
+				idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{}, nil)
+				if err != nil {
+					db.Close()
+					return err
+				}
+				store.InboxWrite, store.InboxRead = idb.Write, idb.Read
+				store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
+			}
+			env.Store = store
 		}
 		defer env.Store.Close()
 	}
