@@ -55,6 +55,10 @@ type DB struct {
 
 	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
 
+	// Regenerated is set by OpenInbox on an inbox.db that it found did
+	// not belong to its feedd.db and emptied (see DB.pair).
+	Regenerated bool
+
 	// gate lets one of feedd's own writes at a time wait for the writer
 	// connection; the others wait here, in order. River's queries (fetch,
 	// complete) use the pool directly, so the job queue never waits behind

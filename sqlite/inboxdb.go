@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
 )
@@ -36,8 +37,66 @@ func OpenInbox(ctx context.Context, dir string, o Options, main *DB) (*DB, error
 			db.Close()
 			return nil, fmt.Errorf("move inboxes from %s: %w", main.Path, err)
 		}
+		if err := db.pair(ctx, main); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("pair %s with %s: %w", db.Path, main.Path, err)
+		}
 	}
 	return db, nil
+}
+
+// pair checks that db is main's inbox file, and makes it so when it is not.
+// The two files name each other by a random id (feedd.db's feedd_meta
+// inbox_file, inbox.db's inbox_meta id), written when they first meet. A
+// mismatch means the inboxes are not those of main's posts and follows:
+// feedd.db was restored from a backup without its inbox.db, or inbox.db
+// was lost or comes from another feedd.db. The inboxes are derived data,
+// so feedd then empties inbox.db and marks every user inactive (active_at
+// 0): fan-out skips them until they come back, and their first request
+// regenerates their inbox from the source of truth, as for any user back
+// after --active-days (Service.touch). Regenerated is set then.
+func (db *DB) pair(ctx context.Context, main *DB) error {
+	var mainID, ownID string
+	if err := main.readRow(ctx, `SELECT coalesce((SELECT value FROM feedd_meta WHERE key = 'inbox_file'), '')`).Scan(&mainID); err != nil {
+		return err
+	}
+	if err := db.readRow(ctx, `SELECT coalesce((SELECT value FROM inbox_meta WHERE key = 'id'), '')`).Scan(&ownID); err != nil {
+		return err
+	}
+	if mainID != "" && mainID == ownID {
+		return nil
+	}
+	// Both unnamed: the first start with inbox.db, on a new database or on
+	// one whose inboxes adopt just moved here. Anything else: regenerate.
+	stale := mainID != "" || ownID != ""
+	id := rand.Text()
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if stale {
+			for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO inbox_meta (key, value) VALUES ('id', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// A crash here leaves the ids different: the next start does it again.
+	return main.tx(ctx, func(tx *sql.Tx) error {
+		if stale {
+			if _, err := tx.ExecContext(ctx, `UPDATE users SET active_at = 0`); err != nil {
+				return err
+			}
+			db.Regenerated = true
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO feedd_meta (key, value) VALUES ('inbox_file', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id)
+		return err
+	})
 }
 
 // adopt moves main's inbox rows (entries and rooms) into db. Copying is

@@ -24,3 +24,9 @@ CREATE TABLE ready_probe (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     at INTEGER NOT NULL
 );
+
+-- This file's id (key id), which feedd.db names as its inbox file.
+CREATE TABLE inbox_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
