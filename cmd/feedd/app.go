@@ -329,7 +329,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		// fall behind (feedhttp.Shed.Lag), and the lag is a metric.
 		a.lag = &lagWatch{}
 		lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		go a.lag.run(lctx, lagInterval, readLag, log)
+		go a.lag.run(lctx, lagInterval, lagIdleInterval, readLag, log)
 		a.closers = append(a.closers, func() error { stop(); return nil })
 		a.metrics.QueueLag(a.lag.get)
 	}

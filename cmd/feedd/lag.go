@@ -10,8 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// lagInterval is how often the fan-out lag is read (one indexed query).
-const lagInterval = 100 * time.Millisecond
+// lagInterval is how often the fan-out lag is read (one indexed query)
+// while jobs wait; with none waiting, lagIdleInterval, so that an idle
+// process rests (a lag worth shedding for takes --max-lag to build up).
+const (
+	lagInterval     = 100 * time.Millisecond
+	lagIdleInterval = time.Second
+)
 
 // The fan-out lag: the age of the oldest post (or follow) job waiting to
 // be worked. Batch jobs of a big audience (priority 2) do not count: a
@@ -52,11 +57,11 @@ type lagWatch struct {
 // get is the last lag read (0 before the first and after a failed read).
 func (l *lagWatch) get() time.Duration { return time.Duration(l.v.Load()) }
 
-// run reads the lag every interval until ctx is done. A failed read counts
-// as no lag (the database's trouble shows elsewhere) and is logged once
-// per run of failures.
-func (l *lagWatch) run(ctx context.Context, interval time.Duration, read func(context.Context) (time.Duration, error), log *slog.Logger) {
-	t := time.NewTicker(interval)
+// run reads the lag every interval while jobs wait, every idle while none
+// does, until ctx is done. A failed read counts as no lag (the database's
+// trouble shows elsewhere) and is logged once per run of failures.
+func (l *lagWatch) run(ctx context.Context, interval, idle time.Duration, read func(context.Context) (time.Duration, error), log *slog.Logger) {
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	failing := false
 	for {
@@ -69,6 +74,11 @@ func (l *lagWatch) run(ctx context.Context, interval time.Duration, read func(co
 			failing = false
 		}
 		l.v.Store(int64(lag))
+		if lag > 0 {
+			t.Reset(interval)
+		} else {
+			t.Reset(idle)
+		}
 		select {
 		case <-ctx.Done():
 			return
