@@ -65,13 +65,6 @@ type gate struct {
 	reserved int // slots held by reserve
 }
 
-// limit is how many requests the gate admits at once now.
-func (g *gate) limit() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return cap(g.slots) - g.reserved
-}
-
 // reserve adjusts the slots held back from requests toward n (at most all
 // but one), without waiting: a slot in use is taken when it is free again,
 // at a later call.
