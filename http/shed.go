@@ -41,8 +41,8 @@ type Shed struct {
 	// Lag, when set, is how far fan-out is behind: the age of the oldest
 	// new post whose delivery has not started. While it is above MaxLag
 	// the limits tighten (by a quarter every tick, down to one request of
-	// each kind), and they loosen again (by one slot a tick) once it is
-	// below half of MaxLag: an accepted publish must reach its followers,
+	// each kind), and they loosen again (by a sixteenth of the limits a
+	// tick) once it is below half of MaxLag: an accepted publish must reach its followers,
 	// so the API gives way to fan-out rather than let feeds go stale while
 	// it still says yes. Lag must be cheap: it is read at most once a tick
 	// (LagTick, default 100 ms) by a request.
