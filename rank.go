@@ -171,19 +171,6 @@ type RankInputReader interface {
 	RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error)
 }
 
-// InboxRanker is an Inbox that reads a first ranked page's inputs in one
-// statement. RankPage returns, for the entries Page(userID, Top(), 0,
-// limit) returns down to score oldest, what RankInputs returns of them:
-// the candidates in feed order (those whose posts are gone left out, each
-// with the entry's score as Score) and the affinities. It reads the posts,
-// likes and follows of the database it keeps inboxes in, which must be
-// the service's. The ranked timeline uses it when the viewer follows no
-// pull-mode author (whose posts are merged at read time).
-// Implementation: sqlite.Inbox.
-type InboxRanker interface {
-	RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]RankCandidate, map[int64]Affinity, error)
-}
-
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
 // keep (the newest); older ones go when a new one is saved, so a client
 // restarting its scroll in a loop cannot grow the table.
@@ -318,45 +305,25 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	now := s.now()
 	oldest := now.Add(-rs.Window).UnixMilli()
 	since := now.Add(-rs.AffinityWindow)
-	pulls, err := s.Social.PullFollowees(ctx, userID)
+	entries, err := s.streamPage(ctx, userID, Top(), 0, rs.Candidates)
 	if err != nil {
 		return nil, err
 	}
-	var list []RankCandidate // in feed order
-	var scores []int64       // their entries' scores
-	var aff map[int64]Affinity
-	if ir, ok := s.Inbox.(InboxRanker); ok && len(pulls) == 0 {
-		// The whole stream is the inbox: one statement.
-		if list, aff, err = ir.RankPage(ctx, userID, oldest, rs.Candidates, since, now, rs.AffinityHalfLife); err != nil {
-			return nil, err
-		}
-	} else {
-		entries, err := s.streamPulls(ctx, userID, pulls, Top(), 0, rs.Candidates)
-		if err != nil {
-			return nil, err
-		}
-		if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
-			entries = entries[:i]
-		}
-		if len(entries) == 0 {
-			return nil, nil
-		}
-		var cands map[int64]RankCandidate
-		if cands, aff, err = s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife); err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if c, ok := cands[e.PostID]; ok {
-				list, scores = append(list, c), append(scores, e.Score)
-			}
-		}
+	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
+		entries = entries[:i]
 	}
-	items := make([]RankedItem, len(list))
-	for i, c := range list {
-		score, f := rs.score(c, userID, aff[c.AuthorID], now)
-		items[i] = RankedItem{PostID: c.PostID, Score: c.Score, Rank: Rank{Score: score}, features: f, lazy: true}
-		if scores != nil {
-			items[i].Score = scores[i]
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	cands, aff, err := s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]RankedItem, 0, len(cands))
+	for _, e := range entries {
+		if c, ok := cands[e.PostID]; ok {
+			score, f := rs.score(c, userID, aff[c.AuthorID], now)
+			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
 		}
 	}
 	// Stable: equal scores keep feed order.

@@ -194,16 +194,7 @@ type errStoreDown struct{ error }
 // from the database instead (FeedEntries: every followee's posts, same
 // order and cursor), so the feed degrades instead of failing.
 func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
-	pulls, err := s.Social.PullFollowees(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	return s.streamPulls(ctx, userID, pulls, b, offset, limit)
-}
-
-// streamPulls is streamPage once the pull-mode followees are read.
-func (s *Service) streamPulls(ctx context.Context, userID int64, pulls []int64, b Bound, offset, limit int) ([]Entry, error) {
-	es, err := s.mergedPage(ctx, userID, pulls, b, offset, limit)
+	es, err := s.mergedPage(ctx, userID, b, offset, limit)
 	var down errStoreDown
 	if errors.As(err, &down) && ctx.Err() == nil {
 		s.log().Warn("inbox store unavailable; feed served from the database", "user_id", userID, "error", down.error)
@@ -213,7 +204,11 @@ func (s *Service) streamPulls(ctx context.Context, userID int64, pulls []int64, 
 	return es, err
 }
 
-func (s *Service) mergedPage(ctx context.Context, userID int64, pulls []int64, b Bound, offset, limit int) ([]Entry, error) {
+func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
+	pulls, err := s.Social.PullFollowees(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
 	if len(pulls) == 0 {
 		return s.inboxPage(ctx, userID, nil, b, offset, limit)
 	}

@@ -367,16 +367,16 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	if err != nil {
 		return &inboxError{err}
 	}
-	if err := apply(ctx, d, a.Op, e, []int64{a.AuthorID}); err != nil {
-		return err
-	}
+	author := []int64{a.AuthorID}
 	if mode == feed.PullMode {
+		if err := apply(ctx, d, a.Op, e, author); err != nil {
+			return err
+		}
 		// Readers merge the author's outbox; their streams subscribe to it.
-		d.publish(ctx, a.Op, e, []int64{a.AuthorID}, a.AuthorID)
+		d.publish(ctx, a.Op, e, author, a.AuthorID)
 		d.observeLag(a.Op, a.Score)
 		return nil
 	}
-	d.publish(ctx, a.Op, e, []int64{a.AuthorID}, 0)
 	var since int64
 	if a.Op == OpAdd {
 		since = d.since()
@@ -387,13 +387,15 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return err
 	}
 	if boundary == 0 {
-		// The whole audience fits in one job: deliver it here.
+		// The whole audience fits in one job: deliver it here, the
+		// author's own inbox in the first write (one inbox transaction or
+		// pipeline for a small audience, not two).
 		ids, err := d.audience(ctx, a.AuthorID, 0, split, since)
 		if err != nil {
 			return err
 		}
 		first := min(d.batchSize(), len(ids))
-		if err := deliver(ctx, d, a.Op, e, ids[:first], true); err != nil {
+		if err := deliver(ctx, d, a.Op, e, append(author, ids[:first]...), true); err != nil {
 			return err
 		}
 		if first > 0 {
@@ -405,6 +407,10 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		d.observeLag(a.Op, a.Score)
 		return nil
 	}
+	if err := apply(ctx, d, a.Op, e, author); err != nil {
+		return err
+	}
+	d.publish(ctx, a.Op, e, author, 0)
 	// A large audience: one batch job per SplitSize followers, the ranges'
 	// boundaries found by index probes rather than by reading the audience.
 	client, err := river.ClientFromContextSafely[TTx](ctx)

@@ -1,9 +1,11 @@
 package http
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,16 +37,56 @@ type Shed struct {
 	// OnShed, when set, is called for each refused request (the metrics'
 	// feedd_refusals_total{reason="shed"}).
 	OnShed func(r *http.Request)
+
+	// Lag, when set, is how far fan-out is behind: the age of the oldest
+	// new post whose delivery has not started. While it is above MaxLag
+	// the limits tighten (by a quarter every tick, down to one request of
+	// each kind), and they loosen again (by a sixteenth of the limits a
+	// tick) once it is below half of MaxLag: an accepted publish must reach its followers,
+	// so the API gives way to fan-out rather than let feeds go stale while
+	// it still says yes. Lag must be cheap: it is read at most once a tick
+	// (LagTick, default 100 ms) by a request.
+	Lag     func() time.Duration
+	MaxLag  time.Duration
+	LagTick time.Duration
 }
 
 // ErrShed is the refusal of a request shed under load (code EBUSY:
 // 503 in both APIs).
 var ErrShed = feed.Errorf(feed.EBUSY, "server busy: retry after a moment")
 
-// gate is a counting semaphore whose waits are bounded.
+// gate is a counting semaphore whose waits are bounded. Slots taken by
+// reserve count as busy, which lowers the limit without a second counter.
 type gate struct {
 	slots   chan struct{}
 	waiting atomic.Int64
+
+	mu       sync.Mutex
+	reserved int // slots held by reserve
+}
+
+// reserve adjusts the slots held back from requests toward n (at most all
+// but one), without waiting: a slot in use is taken when it is free again,
+// at a later call.
+func (g *gate) reserve(n int) {
+	if g.slots == nil {
+		return
+	}
+	n = min(max(n, 0), cap(g.slots)-1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.reserved > n {
+		<-g.slots // the channel holds at least the reserved slots
+		g.reserved--
+	}
+	for g.reserved < n {
+		select {
+		case g.slots <- struct{}{}:
+			g.reserved++
+		default:
+			return
+		}
+	}
 }
 
 func newGate(n int) *gate {
@@ -99,7 +141,9 @@ func (s *Server) shedding(next http.Handler) http.Handler {
 	}
 	reads, writes := newGate(sh.Reads), newGate(sh.Writes)
 	retry := strconv.Itoa(max(int((sh.RetryAfter+time.Second-1)/time.Second), 1))
+	p := &pressure{sh: sh, gates: []*gate{reads, writes}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.tick()
 		// Probes and the document are never shed; a live stream holds no
 		// slot (it has limits of its own, Streams).
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/v1/openapi.json" || r.URL.Path == "/v1/timeline/stream" {
@@ -125,4 +169,47 @@ func (s *Server) shedding(next http.Handler) http.Handler {
 		defer g.leave()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// pressure tightens and loosens the gates' limits by the fan-out lag
+// (Shed.Lag), additive increase and multiplicative decrease as in TCP's
+// congestion control: quick to give fan-out room, slower to take it back
+// (from one request to the full limits in 16 ticks).
+type pressure struct {
+	sh    *Shed
+	gates []*gate
+	next  atomic.Int64 // UnixNano of the next tick
+	scale atomic.Int64 // the share of each limit admitted, in 1/fullScale
+}
+
+const fullScale = 1024
+
+// tick adjusts the limits at most once per Shed.LagTick.
+func (p *pressure) tick() {
+	if p.sh.Lag == nil || p.sh.MaxLag <= 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	next := p.next.Load()
+	if now < next || !p.next.CompareAndSwap(next, now+int64(cmp.Or(p.sh.LagTick, 100*time.Millisecond))) {
+		return
+	}
+	// Only the request that won the CAS is here until the next tick.
+	scale := p.scale.Load()
+	if next == 0 {
+		scale = fullScale
+	}
+	switch lag := p.sh.Lag(); {
+	case lag > p.sh.MaxLag:
+		scale = max(scale*3/4, 1)
+	case lag < p.sh.MaxLag/2:
+		scale = min(scale+fullScale/16, fullScale)
+	}
+	p.scale.Store(scale)
+	for _, g := range p.gates {
+		if g.slots != nil {
+			n := cap(g.slots)
+			g.reserve(n - max(int(int64(n)*scale/fullScale), 1))
+		}
+	}
 }

@@ -96,3 +96,89 @@ func TestShedUnlimited(t *testing.T) {
 		}
 	}
 }
+
+// While fan-out lags past MaxLag the limits shrink to one request of each
+// kind; once it is back under half of MaxLag they grow to the configured
+// limits again.
+func TestShedTightensWhileFanoutLags(t *testing.T) {
+	var lag atomic.Int64
+	s, _ := testServer(t)
+	s.Shed = &Shed{Reads: 8, Writes: 4, ReadWait: 5 * time.Millisecond, WriteWait: 5 * time.Millisecond,
+		Lag: func() time.Duration { return time.Duration(lag.Load()) }, MaxLag: time.Second, LagTick: time.Nanosecond}
+	release := make(chan struct{})
+	held := make(chan struct{}, 16)
+	h := s.shedding(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("hold") {
+			held <- struct{}{}
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	serve := func(method, path string) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		return w.Code
+	}
+	// hold starts n requests that stay in the handler and returns how many
+	// got in (the others were refused).
+	var wg sync.WaitGroup
+	hold := func(method string, n int) int {
+		codes := make(chan int, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes <- serve(method, "/blog/1?hold")
+			}()
+		}
+		in := 0
+		for range n {
+			select {
+			case <-held:
+				in++
+			case c := <-codes:
+				if c != http.StatusServiceUnavailable {
+					t.Errorf("%s refused with %d, want 503", method, c)
+				}
+			}
+		}
+		return in
+	}
+	ticks := func() {
+		for range 40 {
+			if c := serve("GET", "/blog/of/follow"); c != http.StatusNoContent {
+				t.Fatalf("a lone GET got %d", c)
+			}
+		}
+	}
+
+	if in := hold("GET", 8); in != 8 {
+		t.Errorf("no lag: %d of 8 GETs admitted, want 8", in)
+	}
+	close(release)
+	wg.Wait()
+	release = make(chan struct{})
+
+	lag.Store(int64(10 * time.Second))
+	ticks()
+	if in := hold("GET", 3); in != 1 {
+		t.Errorf("fan-out 10 s behind: %d of 3 GETs admitted, want 1", in)
+	}
+	if in := hold("PUT", 3); in != 1 {
+		t.Errorf("fan-out 10 s behind: %d of 3 PUTs admitted, want 1", in)
+	}
+	close(release)
+	wg.Wait()
+	release = make(chan struct{})
+
+	lag.Store(int64(100 * time.Millisecond))
+	ticks()
+	if in := hold("GET", 9); in != 8 {
+		t.Errorf("fan-out caught up: %d of 9 GETs admitted, want 8", in)
+	}
+	if in := hold("PUT", 5); in != 4 {
+		t.Errorf("fan-out caught up: %d of 5 PUTs admitted, want 4", in)
+	}
+	close(release)
+	wg.Wait()
+}

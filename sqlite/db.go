@@ -23,8 +23,16 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql inbox_migrations/*.sql
 var migrationFS embed.FS
+
+// migrations names the migration files of one kind of database file.
+type migrations string
+
+const (
+	mainSchema  migrations = "migrations/*.sql"       // feedd.db: everything
+	inboxSchema migrations = "inbox_migrations/*.sql" // inbox.db: the inboxes alone
+)
 
 // DB is an open feedd database. SQLite allows one writer at a time, so it
 // keeps two pools on one file: Write, with a single connection whose
@@ -47,9 +55,22 @@ type DB struct {
 
 	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
 
-	views      viewStmt // see FeedViews
-	rankInputs viewStmt // see RankInputs
-	rankPage   viewStmt // see Inbox.RankPage
+	// Regenerated is set by OpenInbox on an inbox.db that it found did
+	// not belong to its feedd.db and emptied (see DB.pair).
+	Regenerated bool
+
+	// gate lets one of feedd's own writes at a time wait for the writer
+	// connection; the others wait here, in order. River's queries (fetch,
+	// complete) use the pool directly, so the job queue never waits behind
+	// more than one API write. Without it, the pool handed the connection to
+	// a random one of its waiters, and with the API's writes queued there
+	// the workers' fetch waited its turn among all of them: under load the
+	// fan-out stopped while the API still said yes (BENCHMARKS.md, issue 11).
+	gate chan struct{}
+
+	// stmts holds the read pool's prepared statements by their text (see
+	// read): every query feedd reads with is a constant, so it stays small.
+	stmts sync.Map // string -> *sql.Stmt
 }
 
 // Options tune an opened database.
@@ -89,13 +110,19 @@ func Open(ctx context.Context, dir string) (*DB, error) {
 // and the database's files (feedd.db, -wal, -shm) are 0600 whatever the
 // umask: they hold phone numbers and sessions.
 func OpenOptions(ctx context.Context, dir string, o Options) (*DB, error) {
+	return openPrivate(ctx, dir, "feedd.db", o, mainSchema)
+}
+
+// openPrivate opens (creating if needed) the database file name in dir,
+// private as OpenOptions says, and applies the migrations of schema.
+func openPrivate(ctx context.Context, dir, name string, o Options, schema migrations) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("make data directory private: %w", err)
 	}
-	path := filepath.Join(dir, "feedd.db")
+	path := filepath.Join(dir, name)
 	// SQLite gives the -wal and -shm files the mode of the database file,
 	// so creating that one 0600 first covers all three.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -107,7 +134,7 @@ func OpenOptions(ctx context.Context, dir string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make database file private: %w", err)
 	}
-	db, err := openFile(ctx, path, o)
+	db, err := openFile(ctx, path, o, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +150,11 @@ func OpenOptions(ctx context.Context, dir string, o Options) (*DB, error) {
 }
 
 // OpenFile opens the database at path and applies the migrations.
-func OpenFile(ctx context.Context, path string) (*DB, error) { return openFile(ctx, path, Options{}) }
+func OpenFile(ctx context.Context, path string) (*DB, error) {
+	return openFile(ctx, path, Options{}, mainSchema)
+}
 
-func openFile(ctx context.Context, path string, o Options) (*DB, error) {
+func openFile(ctx context.Context, path string, o Options, schema migrations) (*DB, error) {
 	w, err := sql.Open("sqlite", dsn(path, false, o))
 	if err != nil {
 		return nil, err
@@ -133,8 +162,8 @@ func openFile(ctx context.Context, path string, o Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Write: w}
-	if err := db.migrate(ctx); err != nil {
+	db := &DB{Path: path, Write: w, gate: make(chan struct{}, 1)}
+	if err := db.migrate(ctx, schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
@@ -152,14 +181,19 @@ func openFile(ctx context.Context, path string, o Options) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.views.close(), db.rankInputs.close(), db.rankPage.close(), db.Read.Close(), db.Write.Close())
+	var errs []error
+	db.stmts.Range(func(_, s any) bool {
+		errs = append(errs, s.(*sql.Stmt).Close())
+		return true
+	})
+	return errors.Join(append(errs, db.Read.Close(), db.Write.Close())...)
 }
 
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context, schema migrations) error {
 	if _, err := db.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
 		return err
 	}
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	names, err := fs.Glob(migrationFS, string(schema))
 	if err != nil {
 		return err
 	}
@@ -197,8 +231,71 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	return tx.Commit()
 }
 
-// tx runs fn in a write transaction and commits it if fn returns nil.
+// read runs a query on the read pool as a prepared statement, prepared the
+// first time its text is seen (on each connection, by database/sql):
+// SQLite spends much of a small query parsing and planning its text (a
+// quarter of feedd's CPU under a feed-read load, BENCHMARKS.md issue 11).
+func (db *DB) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := db.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// readRow is read for one row.
+func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := db.prepared(ctx, query)
+	if err != nil {
+		return db.Read.QueryRowContext(ctx, query, args...) // the same error, as a Row
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+func (db *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := db.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := db.Read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// enterWrite waits for feedd's turn at the writer (see DB.gate) and
+// returns the function that gives it back.
+func (db *DB) enterWrite(ctx context.Context) (func(), error) {
+	select {
+	case db.gate <- struct{}{}:
+		return func() { <-db.gate }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// exec runs one write statement, in its turn at the writer.
+func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	leave, err := db.enterWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return db.Write.ExecContext(ctx, query, args...)
+}
+
+// tx runs fn in a write transaction, in its turn at the writer, and
+// commits it if fn returns nil.
 func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	leave, err := db.enterWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	tx, err := db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func (db *DB) SetMutedWord(ctx context.Context, userID int64, word string, mute 
 
 // MutedWords implements feed.FilterStore.
 func (db *DB) MutedWords(ctx context.Context, userID int64) ([]string, error) {
-	return scanStrings(db.Read.QueryContext(ctx, `SELECT word FROM muted_words WHERE user_id = ? ORDER BY word`, userID))
+	return scanStrings(db.read(ctx, `SELECT word FROM muted_words WHERE user_id = ? ORDER BY word`, userID))
 }
 
 func scanStrings(rows *sql.Rows, err error) ([]string, error) {
@@ -102,7 +102,7 @@ func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time
 // FeedFilter implements feed.FilterStore in one statement: the viewer's
 // words (kind 0) and the hidden posts among ids (kind 1).
 func (db *DB) FeedFilter(ctx context.Context, viewerID int64, ids []int64) ([]string, map[int64]bool, error) {
-	rows, err := db.Read.QueryContext(ctx, `SELECT 0, word, 0 FROM muted_words WHERE user_id = ?1
+	rows, err := db.read(ctx, `SELECT 0, word, 0 FROM muted_words WHERE user_id = ?1
 		UNION ALL SELECT 1, '', post_id FROM hidden_posts WHERE post_id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
 	if err != nil {
 		return nil, nil, err
@@ -130,7 +130,7 @@ func (db *DB) Reported(ctx context.Context, before int64, limit int) ([]feed.Rep
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT p.id, p.user_id, p.title,
+	rows, err := db.read(ctx, `SELECT p.id, p.user_id, p.title,
 		(SELECT count(*) FROM reports r WHERE r.post_id = p.id),
 		coalesce((SELECT reason FROM reports r WHERE r.post_id = p.id ORDER BY created_at DESC, reporter_id DESC LIMIT 1), ''),
 		EXISTS (SELECT 1 FROM hidden_posts h WHERE h.post_id = p.id)

@@ -16,7 +16,7 @@ import (
 // sees the subquery's order, though it does).
 func (db *DB) queryIDList(ctx context.Context, query string, args ...any) ([]int64, error) {
 	var list *string
-	err := db.Read.QueryRowContext(ctx, `SELECT group_concat(id) FROM (`+query+`)`, args...).Scan(&list)
+	err := db.readRow(ctx, `SELECT group_concat(id) FROM (`+query+`)`, args...).Scan(&list)
 	if err != nil {
 		return nil, err
 	}

@@ -163,14 +163,14 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 	if len(userIDs) == 0 {
 		return nil
 	}
-	_, err := ib.DB.Write.ExecContext(ctx, `DELETE FROM inbox WHERE score = ? AND post_id = ?
+	_, err := ib.DB.exec(ctx, `DELETE FROM inbox WHERE score = ? AND post_id = ?
 		AND user_id IN (SELECT value FROM json_each(?))`, e.Score, e.PostID, idList(userIDs))
 	return err
 }
 
 // Page implements feed.Inbox.
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	return scanEntries(ib.DB.Read.QueryContext(ctx, `SELECT score, post_id FROM inbox WHERE user_id = ?1
+	return scanEntries(ib.DB.read(ctx, `SELECT score, post_id FROM inbox WHERE user_id = ?1
 		AND score <= ?2 AND (score < ?2 OR ?3 = 0 OR post_id < ?3)
 		ORDER BY score DESC, post_id DESC LIMIT ?4 OFFSET ?5`, userID, b.Max, b.BeforeID, limit, offset))
 }

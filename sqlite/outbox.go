@@ -34,7 +34,7 @@ func (ob *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, 
 	authors := slices.Clone(authorIDs)
 	slices.Sort(authors)
 	authors = slices.Compact(authors) // an author listed twice counts once
-	return scanEntries(ob.DB.Read.QueryContext(ctx, outboxQuery, idList(authors), b.Max, limit, b.BeforeID))
+	return scanEntries(ob.DB.read(ctx, outboxQuery, idList(authors), b.Max, limit, b.BeforeID))
 }
 
 // outboxQuery takes the authors as a JSON array (?1), the bound's max (?2)

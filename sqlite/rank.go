@@ -19,10 +19,9 @@ var (
 	_ feed.SnapshotStore   = (*DB)(nil)
 )
 
-// rankLists is the end of the statements that read a first ranked page's
-// inputs in one row (rankInputsQuery, rankPageQuery), once c holds the
-// candidate posts (id; score: the entry's, or the post's creation ms;
-// user_id; liked) and a their distinct authors. It selects three lists,
+// rankLists is the end of the statement that reads a first ranked page's
+// inputs in one row (rankInputsQuery), once c holds the
+// candidate posts (id; score: the post's creation ms; user_id; liked) and a their distinct authors. It selects three lists,
 // space-separated (NULL when empty): the candidates,
 // "id,score,author,likes" each; the viewer's (?1) likes of the authors'
 // posts since ?3 or of the candidates themselves, "post,author,liked_at"
@@ -44,25 +43,12 @@ const rankInputsQuery = `WITH c AS MATERIALIZED (SELECT id, created_at AS score,
 		WHERE id IN (SELECT value FROM json_each(?2))),
 	` + rankLists
 
-// rankPageQuery is Inbox.RankPage: the candidates are the newest ?4
-// entries of the viewer's inbox of score ?2 or more, whose posts exist.
-const rankPageQuery = `WITH c AS MATERIALIZED (SELECT p.id, i.score, p.user_id, p.liked
-		FROM (SELECT score, post_id FROM inbox WHERE user_id = ?1 AND score >= ?2
-			ORDER BY score DESC, post_id DESC LIMIT ?4) i
-		JOIN posts p ON p.id = i.post_id),
-	` + rankLists
-
-// RankInputs implements feed.RankInputReader with rankInputsQuery,
-// prepared once.
+// RankInputs implements feed.RankInputReader with rankInputsQuery.
 func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]feed.RankCandidate, map[int64]feed.Affinity, error) {
 	if len(ids) == 0 {
 		return map[int64]feed.RankCandidate{}, map[int64]feed.Affinity{}, nil
 	}
-	stmt, err := db.rankInputs.prepare(db.Read, rankInputsQuery)
-	if err != nil {
-		return nil, nil, err
-	}
-	list, aff, err := scanRankLists(stmt.QueryRowContext(ctx, viewerID, idList(ids), ms(since)), since, now, halfLife)
+	list, aff, err := scanRankLists(db.readRow(ctx, rankInputsQuery, viewerID, idList(ids), ms(since)), since, now, halfLife)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,19 +59,8 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 	return cands, aff, nil
 }
 
-var _ feed.InboxRanker = (*Inbox)(nil)
-
-// RankPage implements feed.InboxRanker with rankPageQuery, prepared once.
-func (ib *Inbox) RankPage(ctx context.Context, userID, oldest int64, limit int, since, now time.Time, halfLife time.Duration) ([]feed.RankCandidate, map[int64]feed.Affinity, error) {
-	stmt, err := ib.DB.rankPage.prepare(ib.DB.Read, rankPageQuery)
-	if err != nil {
-		return nil, nil, err
-	}
-	return scanRankLists(stmt.QueryRowContext(ctx, userID, oldest, ms(since), limit), since, now, halfLife)
-}
-
 // scanRankLists reads the row of rankLists: the candidates in feed order
-// (Score: the entry's score) and the affinities.
+// and the affinities.
 func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) ([]feed.RankCandidate, map[int64]feed.Affinity, error) {
 	var posts, likes, follows sql.NullString
 	if err := row.Scan(&posts, &likes, &follows); err != nil {
@@ -158,7 +133,7 @@ func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
+	rows, err := db.read(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
 		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
 		FROM posts p
 		WHERE p.id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
@@ -183,7 +158,7 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
+	rows, err := db.read(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ?1 AND l.created_at >= ?2 AND p.user_id IN (SELECT value FROM json_each(?3))
 		UNION ALL SELECT 1, followee_id, created_at FROM follows
 		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3))`, viewerID, ms(since), idList(authorIDs))
@@ -229,7 +204,7 @@ func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items
 // Snapshot implements feed.SnapshotStore.
 func (db *DB) Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]feed.RankedItem, bool, error) {
 	var body string
-	err := db.Read.QueryRowContext(ctx, `SELECT items FROM rank_snapshots WHERE id = ? AND user_id = ? AND expires_at > ?`,
+	err := db.readRow(ctx, `SELECT items FROM rank_snapshots WHERE id = ? AND user_id = ? AND expires_at > ?`,
 		id, viewerID, ms(now)).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, feed.ErrNotFound("snapshot")

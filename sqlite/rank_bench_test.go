@@ -104,16 +104,3 @@ func BenchmarkInboxPageCandidates(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkRankPage is the one statement of a first ranked page on the
-// embedded inbox: 150 entries with their candidates and affinities.
-func BenchmarkRankPage(b *testing.B) {
-	w := openBenchWorld(b)
-	ib := &sqlite.Inbox{DB: w.db}
-	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
-	for b.Loop() {
-		if cs, _, err := ib.RankPage(b.Context(), w.viewer, 0, 150, now.Add(-720*time.Hour), now, 168*time.Hour); err != nil || len(cs) != 150 {
-			b.Fatalf("RankPage: %d candidates, %v", len(cs), err)
-		}
-	}
-}

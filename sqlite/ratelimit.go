@@ -19,7 +19,7 @@ func (db *DB) Count(ctx context.Context, key string, window time.Duration, now t
 	if add == 0 {
 		var n int
 		var ends int64
-		err := db.Read.QueryRowContext(ctx, `SELECT n, window_end FROM rate_counts WHERE key = ? AND window_end > ?`, key, ms(now)).Scan(&n, &ends)
+		err := db.readRow(ctx, `SELECT n, window_end FROM rate_counts WHERE key = ? AND window_end > ?`, key, ms(now)).Scan(&n, &ends)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, now.Add(window), nil
 		}

@@ -9,6 +9,6 @@ import (
 // (table ready_probe) through the writer. A full disk or a read-only file
 // fails it while reads still work.
 func (db *DB) Ready(ctx context.Context) error {
-	_, err := db.Write.ExecContext(ctx, `INSERT INTO ready_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at`, time.Now().UnixMilli())
+	_, err := db.exec(ctx, `INSERT INTO ready_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at`, time.Now().UnixMilli())
 	return err
 }

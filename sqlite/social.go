@@ -78,13 +78,13 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 
 // Muted implements feed.SocialStore.
 func (db *DB) Muted(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT muted_id FROM mutes WHERE user_id = ? AND muted_id > ?
+	return scanIDs(db.read(ctx, `SELECT muted_id FROM mutes WHERE user_id = ? AND muted_id > ?
 		ORDER BY muted_id LIMIT ?`, userID, after, limit))
 }
 
 // Blocked implements feed.SocialStore.
 func (db *DB) Blocked(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT blocked_id FROM blocks WHERE user_id = ? AND blocked_id > ?
+	return scanIDs(db.read(ctx, `SELECT blocked_id FROM blocks WHERE user_id = ? AND blocked_id > ?
 		ORDER BY blocked_id LIMIT ?`, userID, after, limit))
 }
 
@@ -97,7 +97,7 @@ func (db *DB) Followers(ctx context.Context, userID, after int64, limit int) ([]
 
 // Following implements feed.SocialStore.
 func (db *DB) Following(ctx context.Context, userID, after int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT followee_id FROM follows WHERE follower_id = ? AND followee_id > ?
+	return scanIDs(db.read(ctx, `SELECT followee_id FROM follows WHERE follower_id = ? AND followee_id > ?
 		ORDER BY followee_id LIMIT ?`, userID, after, limit))
 }
 
@@ -110,7 +110,7 @@ func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (m
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	ids, err := scanIDs(db.Read.QueryContext(ctx, `SELECT DISTINCT a.value FROM json_each(?2) a
+	ids, err := scanIDs(db.read(ctx, `SELECT DISTINCT a.value FROM json_each(?2) a
 		WHERE (a.value = ?1 OR EXISTS (SELECT 1 FROM follows WHERE follower_id = ?1 AND followee_id = a.value))
 		AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = a.value)`, viewerID, idList(authorIDs)))
 	for _, id := range ids {
@@ -122,7 +122,7 @@ func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (m
 // PullFollowees implements feed.SocialStore: the viewer's follows by primary
 // key, each followee's mode by the users primary key.
 func (db *DB) PullFollowees(ctx context.Context, viewerID int64) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
+	return scanIDs(db.read(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
 		WHERE f.follower_id = ? AND u.mode <> 0 ORDER BY f.followee_id`, viewerID))
 }
 
@@ -132,7 +132,7 @@ func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error
 	if err := validMode(mode); err != nil {
 		return err
 	}
-	res, err := db.Write.ExecContext(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
+	res, err := db.exec(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func validMode(m feed.Mode) error {
 func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval time.Duration) (time.Time, error) {
 	stale := ms(now.Add(-interval))
 	var prev int64
-	err := db.Read.QueryRowContext(ctx, `SELECT active_at FROM users WHERE id = ?`, userID).Scan(&prev)
+	err := db.readRow(ctx, `SELECT active_at FROM users WHERE id = ?`, userID).Scan(&prev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, feed.ErrNotFound("user")
 	} else if err != nil {

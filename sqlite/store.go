@@ -54,7 +54,7 @@ func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now 
 
 // User implements feed.UserStore.
 func (db *DB) User(ctx context.Context, id int64) (*feed.User, error) {
-	u, err := scanUser(db.Read.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	u, err := scanUser(db.readRow(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, feed.ErrNotFound("user")
 	}
@@ -67,7 +67,7 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.Read.QueryContext(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT value FROM json_each(?))`, idList(ids))
+	rows, err := db.read(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT value FROM json_each(?))`, idList(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -161,14 +161,14 @@ const sessionSlack = time.Minute
 // Session implements feed.AuthStore.
 func (db *DB) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
 	var userID, expires int64
-	err := db.Read.QueryRowContext(ctx, `SELECT user_id, expires_at FROM sessions WHERE token_hash = ?`, tokenHash).Scan(&userID, &expires)
+	err := db.readRow(ctx, `SELECT user_id, expires_at FROM sessions WHERE token_hash = ?`, tokenHash).Scan(&userID, &expires)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && expires <= ms(now)) {
 		return 0, feed.Errorf(feed.EUNAUTHORIZED, "login required")
 	} else if err != nil {
 		return 0, err
 	}
 	if next := ms(now.Add(ttl)); next-expires >= sessionSlack.Milliseconds() {
-		if _, err := db.Write.ExecContext(ctx, `UPDATE sessions SET expires_at = ? WHERE token_hash = ? AND expires_at < ?`, next, tokenHash, next); err != nil {
+		if _, err := db.exec(ctx, `UPDATE sessions SET expires_at = ? WHERE token_hash = ? AND expires_at < ?`, next, tokenHash, next); err != nil {
 			return 0, err
 		}
 	}
@@ -177,7 +177,7 @@ func (db *DB) Session(ctx context.Context, tokenHash string, now time.Time, ttl 
 
 // DeleteSession implements feed.AuthStore.
 func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
-	_, err := db.Write.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+	_, err := db.exec(ctx, `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
 	return err
 }
 
@@ -234,7 +234,7 @@ func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 
 // Post implements feed.PostStore.
 func (db *DB) Post(ctx context.Context, id int64) (*feed.Post, error) {
-	p, err := scanPost(db.Read.QueryRowContext(ctx, `SELECT `+postCols+` FROM posts WHERE id = ?`, id))
+	p, err := scanPost(db.readRow(ctx, `SELECT `+postCols+` FROM posts WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, feed.ErrNotFound("post")
 	}
@@ -247,7 +247,7 @@ func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, err
 	if len(ids) == 0 {
 		return out, nil
 	}
-	posts, err := scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE id IN (SELECT value FROM json_each(?))`, idList(ids)))
+	posts, err := scanPosts(db.read(ctx, `SELECT `+postCols+` FROM posts WHERE id IN (SELECT value FROM json_each(?))`, idList(ids)))
 	for _, p := range posts {
 		out[p.ID] = p
 	}
@@ -278,20 +278,20 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 
 // PostsOfUser implements feed.PostStore.
 func (db *DB) PostsOfUser(ctx context.Context, userID int64, offset, limit int) ([]*feed.Post, error) {
-	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?
+	return scanPosts(db.read(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?
 		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, userID, limit, offset))
 }
 
 // PostsOfUserWithin implements feed.PostStore on the posts_user index.
 func (db *DB) PostsOfUserWithin(ctx context.Context, userID int64, b feed.Bound, limit int) ([]*feed.Post, error) {
-	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?1
+	return scanPosts(db.read(ctx, `SELECT `+postCols+` FROM posts WHERE user_id = ?1
 		AND created_at <= ?2 AND (created_at < ?2 OR ?3 = 0 OR id < ?3)
 		ORDER BY created_at DESC, id DESC LIMIT ?4`, userID, b.Max, b.BeforeID, limit))
 }
 
 // HotPosts implements feed.PostStore.
 func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, error) {
-	return scanPosts(db.Read.QueryContext(ctx, `SELECT `+postCols+` FROM posts
+	return scanPosts(db.read(ctx, `SELECT `+postCols+` FROM posts
 		ORDER BY liked DESC, created_at DESC, id DESC LIMIT ? OFFSET ?`, limit, offset))
 }
 
@@ -359,7 +359,7 @@ func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now 
 
 // Likers implements feed.PostStore.
 func (db *DB) Likers(ctx context.Context, postID int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT user_id FROM likes WHERE post_id = ? ORDER BY id LIMIT ?`, postID, limit))
+	return scanIDs(db.read(ctx, `SELECT user_id FROM likes WHERE post_id = ? ORDER BY id LIMIT ?`, postID, limit))
 }
 
 // LikedBy implements feed.PostStore.
@@ -368,7 +368,7 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 	if len(postIDs) == 0 {
 		return out, nil
 	}
-	ids, err := scanIDs(db.Read.QueryContext(ctx, `SELECT post_id FROM likes WHERE user_id = ? AND post_id IN (SELECT value FROM json_each(?))`, userID, idList(postIDs)))
+	ids, err := scanIDs(db.read(ctx, `SELECT post_id FROM likes WHERE user_id = ? AND post_id IN (SELECT value FROM json_each(?))`, userID, idList(postIDs)))
 	for _, id := range ids {
 		out[id] = true
 	}
@@ -378,7 +378,7 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 // FeedEntries implements feed.PostStore. The posts_user index gives each
 // author's posts newest first; SQLite merges them for the ORDER BY.
 func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	return scanEntries(db.Read.QueryContext(ctx, `SELECT created_at, id FROM posts
+	return scanEntries(db.read(ctx, `SELECT created_at, id FROM posts
 		WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
 		AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5)
 		ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, b.Max, limit, offset, b.BeforeID))
@@ -474,13 +474,13 @@ func addFollowCounts(ctx context.Context, tx *sql.Tx, followerID, followeeID int
 // IsFollowing implements feed.FollowStore.
 func (db *DB) IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error) {
 	var n int
-	err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID).Scan(&n)
+	err := db.readRow(ctx, `SELECT count(*) FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID).Scan(&n)
 	return n > 0, err
 }
 
 // CommonFollowees implements feed.FollowStore.
 func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int64, error) {
-	return scanIDs(db.Read.QueryContext(ctx, `SELECT x.followee_id FROM follows x
+	return scanIDs(db.read(ctx, `SELECT x.followee_id FROM follows x
 		JOIN follows y ON y.follower_id = ? AND y.followee_id = x.followee_id
 		WHERE x.follower_id = ? ORDER BY x.followee_id LIMIT ?`, b, a, limit))
 }
@@ -489,7 +489,7 @@ func (db *DB) CommonFollowees(ctx context.Context, a, b int64, limit int) ([]int
 // covering index follows_followee without producing rows.
 func (db *DB) NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error) {
 	var id int64
-	err := db.Read.QueryRowContext(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
+	err := db.readRow(ctx, `SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
 		ORDER BY follower_id LIMIT 1 OFFSET ?`, followeeID, after, n-1).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"sync"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -23,39 +21,13 @@ const feedViewsQuery = `SELECT p.id, p.user_id, p.shop_id, p.title, p.images, p.
 	AND (p.user_id = ?1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ?1 AND f.followee_id = p.user_id))
 	AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = p.user_id)`
 
-// viewStmt is a query prepared once (feedViewsQuery, rankInputsQuery):
-// SQLite spends a good part of a small query parsing its text.
-type viewStmt struct {
-	once sync.Once
-	stmt *sql.Stmt
-	err  error
-}
-
-// prepare returns the statement of query on pool, prepared on first use.
-func (vs *viewStmt) prepare(pool *sql.DB, query string) (*sql.Stmt, error) {
-	vs.once.Do(func() { vs.stmt, vs.err = pool.Prepare(query) })
-	return vs.stmt, vs.err
-}
-
-// close closes the statement if it was prepared.
-func (vs *viewStmt) close() error {
-	if vs.stmt == nil {
-		return nil
-	}
-	return vs.stmt.Close()
-}
-
 // FeedViews implements feed.FeedViewer.
 func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*feed.PostView, error) {
 	out := make(map[int64]*feed.PostView, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	stmt, err := db.views.prepare(db.Read, feedViewsQuery)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := stmt.QueryContext(ctx, viewerID, idList(ids))
+	rows, err := db.read(ctx, feedViewsQuery, viewerID, idList(ids))
 	if err != nil {
 		return nil, err
 	}

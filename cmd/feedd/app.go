@@ -61,6 +61,10 @@ type app struct {
 	jobsUI     func(context.Context) (http.Handler, error)       // River's UI over this process's queue
 	jobCounts  func(context.Context) ([]metrics.JobCount, error) // feedd_jobs's one grouped query
 	adminExtra map[string]http.Handler                           // more admin routes: pattern -> handler
+
+	// lag is the fan-out lag (cmd/feedd/lag.go), read while this process
+	// works jobs; nil otherwise.
+	lag *lagWatch
 }
 
 func (a *app) close() {
@@ -119,7 +123,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed()}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a)}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -181,6 +185,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	var outbox feed.Outbox // the posts index in SQL
 	// newQueue makes the database's job queue, once the workers' Deps are known.
 	var newQueue func(*fanout.Deps) error
+	var readLag func(context.Context) (time.Duration, error) // the fan-out lag, in the database's SQL
 	if c.databaseURL != "" {
 		db, err := postgres.Open(ctx, c.databaseURL)
 		if err != nil {
@@ -191,6 +196,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.health = db.Pool.Ping
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
+		readLag = func(ctx context.Context) (time.Duration, error) { return queueLagPG(ctx, db.Pool) }
 		pgEvents := postgres.NewEvents(db, log) // LISTEN/NOTIFY, unless Redis is configured
 		a.events = pgEvents
 		a.closers = append(a.closers, pgEvents.Close)
@@ -215,11 +221,26 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		if err := fanout.Migrate(ctx, driver); err != nil {
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
-		st, inbox, outbox, rates = db, &sqlite.Inbox{DB: db, Cap: c.inboxCap}, &sqlite.Outbox{DB: db}, db
+		st, outbox, rates = db, &sqlite.Outbox{DB: db}, db
 		a.health = db.Read.PingContext
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
+		if !c.redisConfigured() {
+			// The inboxes have a file and a writer of their own (sqlite/inboxdb.go).
+			idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous}, db)
+			if err != nil {
+				return nil, err
+			}
+			a.closers = append(a.closers, idb.Close)
+			if idb.Regenerated {
+				log.Warn("inbox.db did not belong to feedd.db (restored from a backup, or lost): inboxes emptied; each is regenerated at its user's next visit",
+					"inbox_file", idb.Path)
+			}
+			inbox = &sqlite.Inbox{DB: idb, Cap: c.inboxCap}
+			a.ready = append(a.ready, feedhttp.ReadyCheck{Name: "inbox database", Check: idb.Ready})
+		}
 		qcfg.PollInterval = c.pollInterval
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsSQL(ctx, db.Read) }
+		readLag = func(ctx context.Context) (time.Duration, error) { return queueLagSQL(ctx, db.Read) }
 		// SQLite has no LISTEN/NOTIFY: this process wakes its own workers
 		// when it commits jobs, and they poll only for the rest.
 		qcfg.Wake = fanout.NewWake()
@@ -306,6 +327,15 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}
+	if workers > 0 && c.cmd != "migrate" {
+		// This process works jobs: its API gives way to them when they
+		// fall behind (feedhttp.Shed.Lag), and the lag is a metric.
+		a.lag = &lagWatch{}
+		lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		go a.lag.run(lctx, lagInterval, lagIdleInterval, readLag, log)
+		a.closers = append(a.closers, func() error { stop(); return nil })
+		a.metrics.QueueLag(a.lag.get)
+	}
 	secret, err := loadSecret(c)
 	if err != nil {
 		return nil, err
@@ -340,6 +370,9 @@ func rankSnapshots(c *config, withRedis bool, chosen feed.SnapshotStore) feed.Sn
 // API, and requests retry once: when Redis is down they fall back to the
 // database quickly instead of waiting out a long retry schedule.
 func redisClient(c *config) (goredis.UniversalClient, error) {
+	if !c.redisConfigured() {
+		return nil, nil
+	}
 	switch {
 	case c.redisCluster != "":
 		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(c.redisCluster, ","), PoolSize: 64, MaxRetries: 1}), nil
@@ -355,4 +388,10 @@ func redisClient(c *config) (goredis.UniversalClient, error) {
 		return nil, errors.New("--redis-url was not parsed") // parseRedisURL is part of reading the configuration
 	}
 	return nil, nil
+}
+
+// redisConfigured reports whether feedd is given a Redis (then the
+// inboxes are in it).
+func (c *config) redisConfigured() bool {
+	return c.redisCluster != "" || c.redisFailover != nil || c.redisNode != nil || c.redisURL != ""
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"cmp"
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +15,7 @@ import (
 // without their try counter, which a wrong code is documented to advance.
 func snapshot(t *testing.T, dir string) string {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openRead(t, dir)
 	var b strings.Builder
 	for _, q := range []string{
 		`SELECT id, phone, nick_name, icon, fans, followee FROM users ORDER BY id`,

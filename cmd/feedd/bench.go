@@ -223,7 +223,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed()}).Handler()
+			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp)}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)
@@ -236,7 +236,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			env.Store = &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+			store := &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+			if !c.redisConfigured() {
+				idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{}, nil)
+				if err != nil {
+					db.Close()
+					return err
+				}
+				store.InboxWrite, store.InboxRead = idb.Write, idb.Read
+				store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
+			}
+			env.Store = store
 		}
 		defer env.Store.Close()
 	}
@@ -299,7 +309,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	case "mixed":
 		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
 			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
-			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight,
+			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight, CPUProfile: bf.cpuProfile,
 		})
 		if err != nil {
 			return err
@@ -371,7 +381,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
 	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, rank: write a CPU profile (pprof) of feedd's part of the last run (rank: of the page reads) to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {

@@ -61,6 +61,7 @@ type config struct {
 	maxReads       int           // shed.go
 	maxWrites      int           // shed.go
 	shedWait       time.Duration // shed.go
+	maxLag         time.Duration // shed.go
 	// The ranked timeline and the filters (rankflags.go).
 	rank            feed.RankSettings
 	rankSnapshots   string // auto, memory, database or redis
@@ -144,6 +145,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
 	num(&c.maxWrites, "max-writes", "FEED_MAX_WRITES", defaultMaxWrites, "most other requests served at once; more wait up to 10x --shed-wait, then get 503 (0: no limit)")
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
+	dur(&c.maxLag, "max-lag", "FEED_MAX_LAG", defaultMaxLag, "fan-out lag (oldest new post not yet being delivered) above which a process that also works jobs tightens --max-reads and --max-writes until fan-out catches up (0: never)")
 	declareRankFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
@@ -214,8 +216,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
-	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0:
-		return nil, fmt.Errorf("--max-reads, --max-writes and --shed-wait must not be negative")
+	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:
+		return nil, fmt.Errorf("--max-reads, --max-writes, --shed-wait and --max-lag must not be negative")
 	}
 	if _, err := redis.ParseLayout(c.inboxLayout); err != nil {
 		return nil, fmt.Errorf("--inbox-layout: %w", err)

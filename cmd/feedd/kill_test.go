@@ -45,14 +45,29 @@ func seedFollowers(t *testing.T, dir, phone string, n int) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func openRead(t *testing.T, dir string) *sql.DB {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	// The inbox file, paired with feedd.db as feedd serve's first start
+	// would, so that openRead finds it.
+	idb, err := sqlite.OpenInbox(ctx, dir, sqlite.Options{}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	idb.Close()
+}
+
+// openRead opens the embedded databases in dir read-only, as one: inbox.db
+// (the inboxes) with feedd.db attached, so that table inbox is inbox.db's
+// and every other table feedd.db's.
+func openRead(t *testing.T, dir string) *sql.DB {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.InboxFile)+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // ATTACH is the connection's
+	db.SetConnMaxLifetime(0)
 	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`ATTACH DATABASE ? AS feedd`, "file:"+filepath.Join(dir, "feedd.db")+"?mode=ro"); err != nil {
+		t.Fatal(err)
+	}
 	return db
 }
 

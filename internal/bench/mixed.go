@@ -33,6 +33,9 @@ type MixedOptions struct {
 	// FreshTimeout is how long a probe may take to reach its followers
 	// before it counts as lost.
 	FreshTimeout time.Duration
+	// CPUProfile, when set, is the file that receives a CPU profile of the
+	// whole process (server, workers and generator) while arrivals run.
+	CPUProfile string
 }
 
 // The mix of Mixed: shares of the arrivals, feed reads taking what the
@@ -191,6 +194,13 @@ func Mixed(ctx context.Context, env *Env, opt MixedOptions) (*MixedResult, error
 
 	rng := mrand.New(mrand.NewPCG(3, 4))
 	bar := newProgress(env.Progress, fmt.Sprintf("mixed %.0f req/s", opt.Rate), int(opt.Duration/time.Second))
+	if opt.CPUProfile != "" {
+		stop, err := startCPUProfile(opt.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / opt.Rate)
 	for i := 0; ; i++ {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,10 +16,16 @@ const chunk = 50_000
 
 // SQLiteStore is Store on feedd's SQLite database (the tables of
 // sqlite/migrations). Write must be a pool of one connection, as feedd's.
+// The inboxes are in InboxWrite/InboxRead, the pools of feedd's inbox.db
+// (sqlite.OpenInbox), or in Write/Read when those are nil.
 type SQLiteStore struct {
-	Write, Read *sql.DB
-	Closer      func() error
+	Write, Read           *sql.DB
+	InboxWrite, InboxRead *sql.DB
+	Closer                func() error
 }
+
+func (s *SQLiteStore) inboxWrite() *sql.DB { return cmp.Or(s.InboxWrite, s.Write) }
+func (s *SQLiteStore) inboxRead() *sql.DB  { return cmp.Or(s.InboxRead, s.Read) }
 
 var _ Store = (*SQLiteStore)(nil)
 
@@ -148,7 +155,7 @@ func idList(ids []int64) string {
 // InboxHolding implements Store.
 func (s *SQLiteStore) InboxHolding(ctx context.Context, e feed.Entry, ids []int64) (int, error) {
 	var n int
-	err := s.Read.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE score = ? AND post_id = ?
+	err := s.inboxRead().QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE score = ? AND post_id = ?
 		AND user_id IN (SELECT value FROM json_each(?))`, e.Score, e.PostID, idList(ids)).Scan(&n)
 	return n, err
 }
@@ -156,7 +163,7 @@ func (s *SQLiteStore) InboxHolding(ctx context.Context, e feed.Entry, ids []int6
 // InboxHoldingRange implements Store.
 func (s *SQLiteStore) InboxHoldingRange(ctx context.Context, e feed.Entry, first, last int64) (int, error) {
 	var n int
-	err := s.Read.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN ? AND ?
+	err := s.inboxRead().QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN ? AND ?
 		AND score = ? AND post_id = ?`, first, last, e.Score, e.PostID).Scan(&n)
 	return n, err
 }
@@ -164,13 +171,13 @@ func (s *SQLiteStore) InboxHoldingRange(ctx context.Context, e feed.Entry, first
 // InboxEntries implements Store.
 func (s *SQLiteStore) InboxEntries(ctx context.Context, first, last int64) (int64, error) {
 	var n int64
-	err := s.Read.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN ? AND ?`, first, last).Scan(&n)
+	err := s.inboxRead().QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE user_id BETWEEN ? AND ?`, first, last).Scan(&n)
 	return n, err
 }
 
 // InboxInsertOne implements Store.
 func (s *SQLiteStore) InboxInsertOne(ctx context.Context, e feed.Entry, userID int64) error {
-	_, err := s.Write.ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+	_, err := s.inboxWrite().ExecContext(ctx, `INSERT INTO inbox (user_id, score, post_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
 		userID, e.Score, e.PostID)
 	return err
 }
@@ -181,7 +188,7 @@ func (s *SQLiteStore) InboxInsertRange(ctx context.Context, e feed.Entry, first 
 	for done := 0; done < n; {
 		k := min(chunk, n-done)
 		lo := first + int64(done)
-		if _, err := s.Write.ExecContext(ctx, sqliteSeq+`INSERT INTO inbox (user_id, score, post_id)
+		if _, err := s.inboxWrite().ExecContext(ctx, sqliteSeq+`INSERT INTO inbox (user_id, score, post_id)
 			SELECT i, ?3, ?4 FROM g WHERE true ON CONFLICT DO NOTHING`, lo, lo+int64(k)-1, e.Score, e.PostID); err != nil {
 			return err
 		}
@@ -192,7 +199,7 @@ func (s *SQLiteStore) InboxInsertRange(ctx context.Context, e feed.Entry, first 
 
 // InboxDelete implements Store.
 func (s *SQLiteStore) InboxDelete(ctx context.Context, e feed.Entry, first, last int64) error {
-	_, err := s.Write.ExecContext(ctx, `DELETE FROM inbox WHERE user_id BETWEEN ? AND ? AND score = ? AND post_id = ?`,
+	_, err := s.inboxWrite().ExecContext(ctx, `DELETE FROM inbox WHERE user_id BETWEEN ? AND ? AND score = ? AND post_id = ?`,
 		first, last, e.Score, e.PostID)
 	return err
 }

@@ -136,6 +136,16 @@ func (m *Metrics) DegradedRead() { m.degraded.Inc() }
 // CodeSent implements feed.Observer.
 func (m *Metrics) CodeSent() { m.codes.Inc() }
 
+// QueueLag exports lag as feedd_fanout_queue_lag_seconds: how long the
+// oldest new post (or follow) job has waited to be worked, read by the
+// process that works them.
+func (m *Metrics) QueueLag(lag func() time.Duration) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "feedd_fanout_queue_lag_seconds",
+		Help: "Age of the oldest post or follow job waiting to be worked (0: none waits); what the API's load shedding watches (--max-lag).",
+	}, func() float64 { return lag().Seconds() }))
+}
+
 // JobCount is how many jobs of one kind are in one state.
 type JobCount struct {
 	Kind, State string
