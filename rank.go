@@ -166,7 +166,7 @@ type RankStore interface {
 // RankInputReader is a RankStore that reads all the model needs of a first
 // ranked page in one statement. RankInputs returns what Candidates(ids)
 // and Affinity(the candidates' authors) would. The ranked timeline uses it
-// when Ranks implements it. Implementations: sqlite.DB, postgres.DB.
+// when Ranks implements it. Implementation: sqlite.DB.
 type RankInputReader interface {
 	RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error)
 }
