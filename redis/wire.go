@@ -56,7 +56,7 @@ type wire struct {
 	fallbacks atomic.Int64
 }
 
-// usable reports whether deliveries on rdb can take the wire path.
+// wireUsable reports whether deliveries on rdb can take the wire path.
 func wireUsable(rdb goredis.UniversalClient) bool {
 	switch c := rdb.(type) {
 	case *goredis.Client:
