@@ -33,6 +33,24 @@ func InboxKey(prefix string, userID int64) string {
 	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
 }
 
+// appendInboxKey appends InboxKey(prefix, userID) to b: the fan-out's hot
+// path builds keys in its own buffer (wire.go).
+func appendInboxKey(b []byte, prefix string, userID int64) []byte {
+	return appendEntityKey(b, prefix, "feed:{", userID)
+}
+
+// appendOutboxKey appends OutboxKey(prefix, authorID) to b.
+func appendOutboxKey(b []byte, prefix string, authorID int64) []byte {
+	return appendEntityKey(b, prefix, "outbox:{", authorID)
+}
+
+func appendEntityKey(b []byte, prefix, kind string, id int64) []byte {
+	b = append(b, prefix...)
+	b = append(b, kind...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '}')
+}
+
 // OutboxKey is the key of authorID's own posts (a sorted set, see Outbox)
 // under prefix.
 func OutboxKey(prefix string, authorID int64) string {
