@@ -478,52 +478,30 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error {
 	a := job.Args
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
-	size := w.deps.batchSize()
-	if a.After >= a.Upto {
-		return nil
-	}
-	// Each batch's follower ids are read while the previous batch is
-	// written, so that the database and Redis work at the same time.
-	type batch struct {
-		ids []int64
-		err error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	read := func(after int64) <-chan batch {
-		c := make(chan batch, 1)
-		go func() {
-			ids, err := w.deps.audience(ctx, a.AuthorID, after, size, a.Since)
-			c <- batch{ids, err}
-		}()
-		return c
-	}
-	first := a.After == 0
-	for next := read(a.After); next != nil; {
-		b := <-next
-		next = nil
-		if b.err != nil {
-			return b.err
+	after, size := a.After, w.deps.batchSize()
+	for after < a.Upto {
+		ids, err := w.deps.audience(ctx, a.AuthorID, after, size, a.Since)
+		if err != nil {
+			return err
 		}
-		ids := b.ids
+		if len(ids) == 0 {
+			return nil
+		}
 		n := len(ids)
 		for n > 0 && ids[n-1] > a.Upto {
 			n--
 		}
-		if n == len(ids) && n == size && ids[n-1] < a.Upto {
-			next = read(ids[n-1])
-		}
-		if n == 0 {
-			return nil
-		}
 		if err := apply(ctx, w.deps, a.Op, e, ids[:n]); err != nil {
 			return err
 		}
-		if first {
+		if after == 0 && n > 0 {
 			w.deps.observeFirstLag(a.Op, a.Score) // the first range's first batch
-			first = false
 		}
 		w.deps.publish(ctx, a.Op, e, ids[:n], 0)
+		if n < len(ids) || len(ids) < size {
+			return nil
+		}
+		after = ids[n-1]
 	}
 	return nil
 }
