@@ -28,7 +28,7 @@ type InboxOptions struct {
 	// plus those delivered since its last trim (see Deliver). 0 means
 	// feed.DefaultInboxCap.
 	Cap int
-	// Layout is how inboxes are kept: "" means LayoutSortedSet.
+	// Layout is how inboxes are kept: "" means LayoutPacked.
 	Layout Layout
 	// HeadMax is, for LayoutPacked, how many entries an inbox's head gathers
 	// before it is compacted into its body while the inbox is below its cap:
@@ -61,7 +61,7 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, layout: cmp.Or(opts.Layout, LayoutSortedSet), headMax: opts.HeadMax}
+	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
 }
 
 func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }
