@@ -28,7 +28,7 @@ type InboxOptions struct {
 	// plus those delivered since its last trim (see Deliver). 0 means
 	// feed.DefaultInboxCap.
 	Cap int
-	// Layout is how inboxes are kept: "" means LayoutSortedSet.
+	// Layout is how inboxes are kept: "" means LayoutPacked.
 	Layout Layout
 	// NoWire sends deliveries through go-redis like every other command,
 	// rather than in RESP on connections of the Inbox's own (wire.go): the
@@ -69,7 +69,7 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, appendKey: appendInboxKey, layout: cmp.Or(opts.Layout, LayoutSortedSet), headMax: opts.HeadMax}
+	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, appendKey: appendInboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
 	if !opts.NoWire && wireUsable(rdb) {
 		ib.wire = &wire{}
 	}

@@ -104,7 +104,7 @@ func BenchmarkDeliverEncode(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			rdb := goredis.NewClient(&goredis.Options{Addr: stubRedis(b), Protocol: 2, DisableIdentity: true})
 			defer rdb.Close()
-			ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:", NoWire: c.noWire})
+			ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:", Layout: redis.LayoutSortedSet, NoWire: c.noWire})
 			ctx := context.Background()
 			ids := userIDs(1000)
 			post := int64(5_000_000)
@@ -151,7 +151,7 @@ func openRedis(b *testing.B) (*goredis.Client, string) {
 // deliveries/s; the machine is shared with the server.
 func BenchmarkInboxDeliver(b *testing.B) {
 	rdb, prefix := openRedis(b)
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutSortedSet})
 	ctx := context.Background()
 	ids := userIDs(1000)
 	post := int64(5_000_000)
@@ -169,7 +169,7 @@ func BenchmarkInboxDeliver(b *testing.B) {
 // script call on an inbox of 800 entries.
 func BenchmarkInboxPage(b *testing.B) {
 	rdb, prefix := openRedis(b)
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutSortedSet})
 	ctx := context.Background()
 	var es []feed.Entry
 	for i := range 800 {

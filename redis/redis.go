@@ -7,10 +7,11 @@
 //
 //	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
 //	                              plus the sentinel member "-" at score -inf (see Inbox);
-//	                              with LayoutPacked this is the head, and the member "="
-//	                              at -inf says the body below exists
-//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, 14 bytes an entry
-//	                              in feed order (see LayoutPacked, PackedEntrySize)
+//	                              with LayoutPacked (the default) this is the head, and the
+//	                              member "=" at -inf says the body below exists
+//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, a 12-byte header and
+//	                              a ring of 14-byte entries in feed order (see LayoutPacked,
+//	                              PackedHeaderSize, PackedEntrySize)
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd

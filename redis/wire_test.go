@@ -23,8 +23,8 @@ func TestWireDeliver(t *testing.T) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
 		const cap = 5
-		viaGo := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "go:", Cap: cap, NoWire: true})
-		viaWire := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "wire:", Cap: cap})
+		viaGo := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "go:", Cap: cap, Layout: redis.LayoutSortedSet, NoWire: true})
+		viaWire := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "wire:", Cap: cap, Layout: redis.LayoutSortedSet})
 		if n := redis.WireFallbacks(viaWire); n != 0 {
 			t.Fatalf("wire path not in use on this client (fallbacks %d)", n)
 		}
@@ -97,7 +97,7 @@ func TestWireBreaker(t *testing.T) {
 		rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
 		t.Cleanup(func() { rdb.Close() })
 		b := redis.NewBreaker(rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "wiretest:"})
+		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "wiretest:", Layout: redis.LayoutSortedSet})
 		if err := ib.Deliver(ctx, e, users); err == nil {
 			t.Fatal("Deliver to an unreachable Redis succeeded")
 		}
@@ -118,7 +118,7 @@ func TestWireBreaker(t *testing.T) {
 	t.Run("ConnectionKilled", func(t *testing.T) {
 		rdb, prefix := openSingle(t)
 		b := redis.NewBreaker(rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutSortedSet})
 		mustDo(t, ib.Deliver(ctx, e, users), "Deliver")
 		// Close the wire path's connections (named feedd-wire; others'
 		// that this kills fall back too).
