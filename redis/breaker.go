@@ -51,7 +51,18 @@ func NewBreaker(c goredis.UniversalClient, log *slog.Logger) *Breaker {
 	}
 	b := &Breaker{client: c, Log: log}
 	c.AddHook(b)
+	breakers.Store(c, b)
 	return b
+}
+
+// breakers maps a client to its Breaker, for the paths that write to Redis
+// without the client's hooks (wire.go).
+var breakers sync.Map // goredis.UniversalClient → *Breaker
+
+// breakerOpen reports whether c has a Breaker and it is open.
+func breakerOpen(c goredis.UniversalClient) bool {
+	b, ok := breakers.Load(c)
+	return ok && b.(*Breaker).Open()
 }
 
 // Open reports whether the breaker is open (Redis taken as down).

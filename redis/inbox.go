@@ -28,8 +28,12 @@ type InboxOptions struct {
 	// plus those delivered since its last trim (see Deliver). 0 means
 	// feed.DefaultInboxCap.
 	Cap int
-	// Layout is how inboxes are kept: "" means LayoutSortedSet.
+	// Layout is how inboxes are kept: "" means LayoutPacked.
 	Layout Layout
+	// NoWire sends deliveries through go-redis like every other command,
+	// rather than in RESP on connections of the Inbox's own (wire.go): the
+	// baseline of the benchmarks that measure that path.
+	NoWire bool
 	// HeadMax is, for LayoutPacked, how many entries an inbox's head gathers
 	// before it is compacted into its body while the inbox is below its cap:
 	// 0 means 32; a negative value compacts at every amortised trim (tests
@@ -49,9 +53,13 @@ type Inbox struct {
 	prefix string
 	cap    int
 	keyOf  func(prefix string, id int64) string
-	layout Layout
+	// appendKey appends keyOf(prefix, id) to a buffer (the wire path's).
+	appendKey func(b []byte, prefix string, id int64) []byte
+	layout    Layout
 	// headMax is InboxOptions.HeadMax.
 	headMax int
+	// wire is the deliveries' own RESP path (wire.go); nil: go-redis.
+	wire *wire
 }
 
 var _ feed.Inbox = (*Inbox)(nil)
@@ -61,7 +69,11 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	return &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, layout: cmp.Or(opts.Layout, LayoutSortedSet), headMax: opts.HeadMax}
+	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, appendKey: appendInboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
+	if !opts.NoWire && wireUsable(rdb) {
+		ib.wire = &wire{}
+	}
+	return ib
 }
 
 func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }
@@ -209,12 +221,23 @@ func beforeArg(b feed.Bound) string {
 //
 // Delivering to a lost inbox writes the entry anyway: the rebuild that the
 // next read triggers merges with it (Restore).
+//
+// The pipeline is written in RESP on connections of the Inbox's own
+// (wire.go) unless InboxOptions.NoWire is set or the client's Breaker is
+// open; when that path fails, the batch goes again through go-redis.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
 	if ib.layout == LayoutPacked {
 		return ib.deliverPacked(ctx, e, userIDs)
+	}
+	if ib.wire != nil && !breakerOpen(ib.rdb) {
+		err := ib.deliverWire(ctx, e, userIDs)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		ib.wire.fallbacks.Add(1)
 	}
 	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
 	var trims []scriptCall

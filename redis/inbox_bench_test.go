@@ -61,12 +61,14 @@ func serveStub(c net.Conn) {
 				return
 			}
 			size, _ := strconv.Atoi(string(h[1 : len(h)-2]))
-			arg := make([]byte, size+2)
-			if _, err := io.ReadFull(r, arg); err != nil {
-				return
-			}
 			if i == 0 {
+				arg := make([]byte, size+2)
+				if _, err := io.ReadFull(r, arg); err != nil {
+					return
+				}
 				first = arg[:size]
+			} else if _, err := r.Discard(size + 2); err != nil {
+				return
 			}
 		}
 		if string(first) == "HELLO" || string(first) == "hello" {
@@ -92,21 +94,29 @@ func userIDs(n int) []int64 {
 
 // BenchmarkDeliverEncode is the client side of one fan-out batch of 1000
 // inboxes: building the pipeline of ZADDs (and of the trims that one
-// delivery in 16 carries), writing it and reading the replies.
+// delivery in 16 carries), writing it and reading the replies, on the wire
+// path (wire.go) and through go-redis (InboxOptions.NoWire).
 func BenchmarkDeliverEncode(b *testing.B) {
-	rdb := goredis.NewClient(&goredis.Options{Addr: stubRedis(b), Protocol: 2, DisableIdentity: true})
-	defer rdb.Close()
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:"})
-	ctx := context.Background()
-	ids := userIDs(1000)
-	post := int64(5_000_000)
-	for b.Loop() {
-		post++
-		if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post}, ids); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name   string
+		noWire bool
+	}{{"wire", false}, {"goredis", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			rdb := goredis.NewClient(&goredis.Options{Addr: stubRedis(b), Protocol: 2, DisableIdentity: true})
+			defer rdb.Close()
+			ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:", Layout: redis.LayoutSortedSet, NoWire: c.noWire})
+			ctx := context.Background()
+			ids := userIDs(1000)
+			post := int64(5_000_000)
+			for b.Loop() {
+				post++
+				if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post}, ids); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/delivery")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/delivery")
 }
 
 func openRedis(b *testing.B) (*goredis.Client, string) {
@@ -141,7 +151,7 @@ func openRedis(b *testing.B) (*goredis.Client, string) {
 // deliveries/s; the machine is shared with the server.
 func BenchmarkInboxDeliver(b *testing.B) {
 	rdb, prefix := openRedis(b)
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutSortedSet})
 	ctx := context.Background()
 	ids := userIDs(1000)
 	post := int64(5_000_000)
@@ -159,7 +169,7 @@ func BenchmarkInboxDeliver(b *testing.B) {
 // script call on an inbox of 800 entries.
 func BenchmarkInboxPage(b *testing.B) {
 	rdb, prefix := openRedis(b)
-	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix})
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutSortedSet})
 	ctx := context.Background()
 	var es []feed.Entry
 	for i := range 800 {

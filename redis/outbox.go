@@ -30,7 +30,7 @@ var _ feed.Outbox = (*Outbox)(nil)
 func NewOutbox(rdb goredis.UniversalClient, opts InboxOptions, source feed.Outbox) *Outbox {
 	opts.Layout = LayoutSortedSet // pages of many outboxes are read with pageScript
 	sets := NewInbox(rdb, opts)
-	sets.keyOf = OutboxKey
+	sets.keyOf, sets.appendKey = OutboxKey, appendOutboxKey
 	return &Outbox{sets: sets, Source: source}
 }
 

@@ -17,12 +17,13 @@ import (
 type Layout string
 
 const (
-	// LayoutPacked keeps each inbox as a small sorted set, the
+	// LayoutPacked (the default) keeps each inbox as a small sorted set, the
 	// head, which takes fresh deliveries with a plain ZADD, plus a string,
-	// the body, into which the head is compacted now and then: 14 bytes an
-	// entry, in feed order. See PackedEntrySize and BodyKey.
+	// the body, into which the head is compacted now and then: a ring of
+	// 14-byte entries in feed order, written in place. See PackedEntrySize,
+	// PackedHeaderSize and BodyKey.
 	LayoutPacked Layout = "packed"
-	// LayoutSortedSet (the default) keeps each inbox as one sorted set:
+	// LayoutSortedSet keeps each inbox as one sorted set:
 	// ~113 bytes an entry at the default cap of 800 with
 	// Redis's default encoding settings, ~16 with zset-max-listpack-entries
 	// 1024 but then 8x slower deliveries into full inboxes.
@@ -39,9 +40,17 @@ func ParseLayout(s string) (Layout, error) {
 }
 
 // PackedEntrySize is the size of one entry in a packed body: the score plus
-// scoreBias as 6 bytes, then the post id as 8 bytes, big-endian, so that the
-// body's byte order is feed order (score, then post id numerically).
+// scoreBias as 6 bytes, then the post id as 8 bytes, big-endian, so that
+// byte order is feed order (score, then post id numerically).
 const PackedEntrySize = 14
+
+// PackedHeaderSize is the size of a packed body's header: three unsigned
+// 32-bit integers, big-endian: the slot of the newest entry (start), the
+// number of entries (count) and the number of slots (capacity). The slots,
+// PackedEntrySize bytes each, follow: a ring, newest first from start, so
+// that a full inbox takes newer entries in place (SETRANGE over its oldest
+// ones) instead of a rewrite of the whole body.
+const PackedHeaderSize = 12
 
 // scoreBias is added to a score before it is packed into 6 unsigned bytes:
 // scores from -2^47 to 2^47-1 ms (about 4 400 years either side of 1970)
@@ -49,11 +58,11 @@ const PackedEntrySize = 14
 const scoreBias = 1 << 47
 
 // defaultHeadMax is how many entries an inbox's head gathers before it is
-// compacted into the body, when the inbox is below its cap (a full inbox is
-// compacted, and so trimmed exactly, at each amortised trim: see Deliver).
-// Small enough that the head stays a listpack (Redis's default
-// zset-max-listpack-entries is 128), large enough that a growing inbox's
-// body is rewritten rarely, and inboxes of a few posts never get one.
+// merged into the body (a full inbox is also trimmed exactly at each
+// amortised trim, by a cut of the body's count when the head's entries are
+// all newer: see compactLua). Small enough that the head stays a listpack
+// (Redis's default zset-max-listpack-entries is 128), large enough that a
+// body is written rarely, and inboxes of a few posts never get one.
 const defaultHeadMax = 32
 
 // BodyKey is the key of the packed body of the inbox userID (a string; see
@@ -70,14 +79,24 @@ func BodyKey(prefix string, userID int64) string {
 // then replaced by the next compaction, as after a loss of both.
 const bodyMarker = "="
 
-// packedLua defines the helpers of the packed scripts. A body is a string of
-// 14-byte entries (PackedEntrySize) sorted newest first: score + 2^47 as an
+// packedLua defines the helpers of the packed scripts. A body is a header
+// (PackedHeaderSize: start, count, capacity) and capacity slots of 14 bytes
+// (PackedEntrySize), a ring: its count entries, newest first, are in the
+// slots start, start+1, ... modulo capacity. An entry is score + 2^47 as an
 // unsigned 48-bit integer, then the post id as two unsigned 32-bit halves,
 // all big-endian. Entries are compared as number triples (s, h, l), never
 // as Lua strings (whose comparison follows the server's locale). Every such
-// number is below 2^53, so exact in a Lua number.
+// number is below 2^53, so exact in a Lua number. A string body (linear)
+// is a ring's entries as one string, newest first, without header.
 //
-//	at(body, j)               the triple of entry j (0-based)
+//	header(bkey)              start, count, capacity, and whether bkey exists
+//	ringAt(bkey, st, capa, j) the triple of the ring's entry j (0-based)
+//	ringSlice(bkey, st, nb, capa, j, m)  the bytes of entries [j, j+m)
+//	ringFirst(bkey, st, nb, capa, s, h, l)  the first index j whose entry
+//	                          is not newer than (s, h, l): binary search
+//	linear(bkey, st, nb, capa)  the whole ring as a string body (one GET)
+//	writeLinear(bkey, body, capa)  a string body written as a ring from slot 0
+//	at(body, j)               the triple of entry j (0-based) of a string body
 //	newer(s1,h1,l1, s2,h2,l2) whether entry 1 comes before entry 2 in feed order
 //	first(body, from, nb, s, h, l)  the first index j in [from, nb) whose
 //	                          entry is not newer than (s, h, l): binary search
@@ -102,6 +121,65 @@ local function first(body, from, nb, s, h, l)
   end
   return a
 end
+local H = 12
+-- The body's header: start, count, capacity (all 0 when bkey is missing).
+local function header(bkey)
+  local hd = redis.call('GETRANGE', bkey, 0, H - 1)
+  if #hd < H then return 0, 0, 0, false end
+  local st, nb, capa = struct.unpack('>I4I4I4', hd)
+  return st, nb, capa, true
+end
+-- The packed bytes of the ring's logical entries [j, j + m) (newest first),
+-- at most two GETRANGEs.
+local function ringSlice(bkey, st, nb, capa, j, m)
+  m = math.min(m, nb - j)
+  if m <= 0 then return '' end
+  local p = (st + j) % capa
+  if p + m <= capa then
+    return redis.call('GETRANGE', bkey, H + p * W, H + (p + m) * W - 1)
+  end
+  return redis.call('GETRANGE', bkey, H + p * W, H + capa * W - 1) ..
+    redis.call('GETRANGE', bkey, H, H + (p + m - capa) * W - 1)
+end
+-- The triple of the ring's logical entry j.
+local function ringAt(bkey, st, capa, j)
+  local p = (st + j) % capa
+  return struct.unpack('>I6I4I4', redis.call('GETRANGE', bkey, H + p * W, H + p * W + W - 1))
+end
+-- The first logical index in [0, nb) whose entry is not newer than
+-- (s, h, l): a binary search, one GETRANGE a probe; entry 0 first, which
+-- answers a page from the top at once.
+local function ringFirst(bkey, st, nb, capa, s, h, l)
+  if nb == 0 then return 0 end
+  local es, eh, el = ringAt(bkey, st, capa, 0)
+  if not newer(es, eh, el, s, h, l) then return 0 end
+  local a, b = 1, nb
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    local ms, mh, ml = ringAt(bkey, st, capa, mid)
+    if newer(ms, mh, ml, s, h, l) then a = mid + 1 else b = mid end
+  end
+  return a
+end
+-- The whole ring's entries as one string in feed order (one GET).
+local function linear(bkey, st, nb, capa)
+  if nb == 0 then return '' end
+  local b = redis.call('GET', bkey)
+  local e = st + nb
+  if e <= capa then return string.sub(b, H + st * W + 1, H + e * W) end
+  return string.sub(b, H + st * W + 1, H + capa * W) .. string.sub(b, H + 1, H + (e - capa) * W)
+end
+-- Writes the entries of the string body (feed order) as a ring of capa
+-- slots (at least as many as entries) from slot 0; deletes the key when
+-- there are none.
+local function writeLinear(bkey, body, capa)
+  local n = #body / W
+  if n == 0 then
+    redis.call('DEL', bkey)
+  else
+    redis.call('SET', bkey, struct.pack('>I4I4I4', 0, n, capa) .. body .. string.rep('\0', (capa - n) * W))
+  end
+end
 local function limbs(m)
   if #m <= 15 then
     local n = tonumber(m)
@@ -120,88 +198,170 @@ end
 `
 
 // compactLua compacts an inbox: when its head holds more than headMax
-// entries, or head and body together more than cap, it merges every head
-// entry into the body (an entry already there is not repeated), cuts the
-// body to its first cap entries (feed order, so ties are cut by numeric post
-// id), and empties the head of entries (the sentinel and the body marker
-// stay; a head that grew past a listpack is re-created, so it is one again).
-// It expects the locals head, bkey (keys), cap and headMax, and sets removed
-// (entries dropped by the cut).
+// entries, or head and body together more than cap, it keeps exactly the
+// newest cap entries of both (feed order, so ties are cut by numeric post
+// id), in one of three ways:
+//
+//   - the cut: when the head holds at most headMax entries, all newer (by
+//     score) than the body's newest, the body's count drops so that head
+//     and body hold cap (the head stays); reads ZCARD, two ZSCOREs, the oldest
+//     head entry and the body's header and newest entry, writes 12 bytes;
+//   - the merge in place: when the head's scores are distinct and newer
+//     than the body's newest, its ids below 10^15 and the ring has the
+//     slots, the head's entries are written (SETRANGE) into the slots
+//     before the ring's start, over its oldest entries once it is full;
+//   - otherwise the general merge: every head entry merged into the whole
+//     body (an entry already there is not repeated), cut to cap and written
+//     back with one SET (all cap slots when it holds at least cap - headMax
+//     entries, so that the next merges are in place).
+//
+// The merges empty the head of entries (the sentinel and the body marker
+// stay; a head that grew past a listpack, 128 entries under Redis's
+// defaults, is re-created, so it is one again). It expects the locals head,
+// bkey (keys), cap and headMax, and sets removed (entries dropped).
 const compactLua = packedLua + `
 local removed = 0
-local r = redis.call('ZRANGE', head, 0, -1, 'WITHSCORES')
-local built, marked = false, false
-local es = {}
-for i = #r - 1, 1, -2 do
-  local m = r[i]
-  if m == '-' then built = true
-  elseif m == '=' then marked = true
-  else
-    local h, l = limbs(m)
-    local e = {tonumber(r[i + 1]) + 140737488355328, h, l}
-    -- Insertion sort, newest first: read from the end, ZRANGE's order is
-    -- already newest first but within a tie group (member bytes are not id
-    -- order), so each entry moves only past its ties.
-    local k = #es
-    es[k + 1] = e
-    while k > 0 and newer(e[1], e[2], e[3], es[k][1], es[k][2], es[k][3]) do
-      es[k + 1] = es[k]
-      k = k - 1
-    end
-    es[k + 1] = e
-  end
-end
-local body = ''
+local card = redis.call('ZCARD', head)
+local built = redis.call('ZSCORE', head, '-') ~= false
+local marked = redis.call('ZSCORE', head, '=') ~= false
+local k = card
+if built then k = k - 1 end
+if marked then k = k - 1 end
+local st, nb, capa = 0, 0, 0
 if marked then
-  body = redis.call('GET', bkey)
-  if not body then
+  local found
+  st, nb, capa, found = header(bkey)
+  if not found then
     -- The body was lost (its marker says it existed): so is the inbox.
-    body = ''
     redis.call('ZREM', head, '-', '=')
     built, marked = false, false
   end
 end
-local nb = #body / W
-if #es > headMax or #es + nb > cap then
-  local parts, pos, dups = {}, 0, 0
-  for _, e in ipairs(es) do
-    local j = pos
-    if j < nb then
-      local s, h, l = at(body, j)
-      if newer(s, h, l, e[1], e[2], e[3]) then j = first(body, j + 1, nb, e[1], e[2], e[3]) end
+if k > headMax or k + nb > cap then
+  local done = false
+  if k <= headMax and k <= cap then
+    -- The cut alone, the usual case of a full inbox: when every head entry
+    -- is newer (by score) than the body's newest, the newest cap entries
+    -- are the head's k and the body's first cap - k, so the body's count
+    -- drops to cap - k (one SETRANGE of its header); the head stays.
+    local ok = k == 0
+    if not ok then
+      local o = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local s = ringAt(bkey, st, capa, 0)
+      ok = tonumber(o[2]) + 140737488355328 > s
     end
-    if j > pos then parts[#parts + 1] = string.sub(body, pos * W + 1, j * W) end
-    pos = j
-    local dup = false
-    if j < nb then
-      local s, h, l = at(body, j)
-      dup = s == e[1] and h == e[2] and l == e[3]
+    if ok then
+      removed = nb - (cap - k)
+      redis.call('SETRANGE', bkey, 0, struct.pack('>I4I4I4', st, cap - k, capa))
+      done = true
     end
-    if dup then dups = dups + 1 else parts[#parts + 1] = struct.pack('>I6I4I4', e[1], e[2], e[3]) end
   end
-  -- The rest of the body, cut so that the whole holds at most cap entries.
-  local len = 0
-  for _, p in ipairs(parts) do len = len + #p end
-  local keep = math.max(math.min(nb - pos, cap - len / W), 0)
-  if keep > 0 then parts[#parts + 1] = string.sub(body, pos * W + 1, (pos + keep) * W) end
-  local nbody = table.concat(parts)
-  if #nbody > cap * W then nbody = string.sub(nbody, 1, cap * W) end
-  removed = #es - dups + nb - #nbody / W
-  if #es > 0 then
-    if #r > 256 then
-      redis.call('DEL', head)
-      if built then redis.call('ZADD', head, '-inf', '-') end
-      marked = false
+  if not done then
+    local r = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES')
+    local nn = math.min(nb + k, cap)
+    -- The merge in place, the usual case of a full inbox's head past
+    -- headMax: when the head's scores are distinct, its ids below 10^15,
+    -- every head entry newer (by score) than the body's newest and the ring
+    -- has the slots, the head entries, packed in one call, go into the slots
+    -- before its start (free ones first, then those of its oldest entries).
+    local fast = k > 0 and k <= 256 and capa > 0 and nn <= capa
+    local v = {}
+    if fast then
+      local prev = -1
+      for i = #r - 1, 1, -2 do
+        local m, sc = r[i], tonumber(r[i + 1]) + 140737488355328
+        if #m > 15 or sc == prev then fast = false break end
+        v[#v + 1] = sc
+        v[#v + 1] = tonumber(m)
+        prev = sc
+      end
+    end
+    if fast and nb > 0 then
+      local s = ringAt(bkey, st, capa, 0)
+      fast = v[#v - 1] > s
+    end
+    local empty = false
+    if fast then
+      local p = struct.pack('>' .. string.rep('I6I8', k), unpack(v))
+      if k > capa then p = string.sub(p, 1, capa * W) end
+      local w = #p / W
+      local ns = (st - w) % capa
+      if ns + w <= capa then
+        redis.call('SETRANGE', bkey, H + ns * W, p)
+      else
+        local a = capa - ns
+        redis.call('SETRANGE', bkey, H + ns * W, string.sub(p, 1, a * W))
+        redis.call('SETRANGE', bkey, H, string.sub(p, a * W + 1))
+      end
+      redis.call('SETRANGE', bkey, 0, struct.pack('>I4I4I4', ns, nn, capa))
+      removed = nb + k - nn
     else
-      redis.call('ZREMRANGEBYSCORE', head, '(-inf', '+inf')
+      local es = {}
+      for i = #r - 1, 1, -2 do
+        local m = r[i]
+        local h, l = limbs(m)
+        local e = {tonumber(r[i + 1]) + 140737488355328, h, l}
+        -- Insertion sort, newest first: read from the end, ZRANGE's order is
+        -- already newest first but within a tie group (member bytes are not id
+        -- order), so each entry moves only past its ties.
+        local j = #es
+        es[j + 1] = e
+        while j > 0 and newer(e[1], e[2], e[3], es[j][1], es[j][2], es[j][3]) do
+          es[j + 1] = es[j]
+          j = j - 1
+        end
+        es[j + 1] = e
+      end
+      local body = linear(bkey, st, nb, capa)
+      local parts, pos, dups = {}, 0, 0
+      for _, e in ipairs(es) do
+        local j = pos
+        if j < nb then
+          local s, h, l = at(body, j)
+          if newer(s, h, l, e[1], e[2], e[3]) then j = first(body, j + 1, nb, e[1], e[2], e[3]) end
+        end
+        if j > pos then parts[#parts + 1] = string.sub(body, pos * W + 1, j * W) end
+        pos = j
+        local dup = false
+        if j < nb then
+          local s, h, l = at(body, j)
+          dup = s == e[1] and h == e[2] and l == e[3]
+        end
+        if dup then dups = dups + 1 else parts[#parts + 1] = struct.pack('>I6I4I4', e[1], e[2], e[3]) end
+      end
+      -- The rest of the body, cut so that the whole holds at most cap entries.
+      local len = 0
+      for _, p in ipairs(parts) do len = len + #p end
+      local keep = math.max(math.min(nb - pos, cap - len / W), 0)
+      if keep > 0 then parts[#parts + 1] = string.sub(body, pos * W + 1, (pos + keep) * W) end
+      local nbody = table.concat(parts)
+      if #nbody > cap * W then nbody = string.sub(nbody, 1, cap * W) end
+      removed = k - dups + nb - #nbody / W
+      empty = #nbody == 0
+      if empty then
+        if capa > 0 then redis.call('DEL', bkey) end
+      elseif k > 0 or #nbody ~= #body or not marked then
+        -- A body near the cap gets all cap slots, so that the next merges
+        -- are in place.
+        local n = #nbody / W
+        if n + headMax >= cap then n = math.max(cap, n) end
+        writeLinear(bkey, nbody, n)
+      end
     end
-  end
-  if #nbody == 0 then
-    if nb > 0 then redis.call('DEL', bkey) end
-    if marked then redis.call('ZREM', head, '=') end
-  else
-    if #es > 0 or #nbody ~= #body or not marked then redis.call('SET', bkey, nbody) end
-    if not marked then redis.call('ZADD', head, '-inf', '=') end
+    if k > 0 then
+      if card > 128 then
+        redis.call('DEL', head)
+        if built then redis.call('ZADD', head, '-inf', '-') end
+        marked = false
+      else
+        redis.call('ZREMRANGEBYSCORE', head, '(-inf', '+inf')
+      end
+    end
+    if empty then
+      if marked then redis.call('ZREM', head, '=') end
+    elseif not marked then
+      redis.call('ZADD', head, '-inf', '=')
+    end
   end
 end
 `
@@ -255,19 +415,19 @@ return removed
 var packedRemoveScript = goredis.NewScript(packedLua + `
 redis.call('ZREM', KEYS[1], ARGV[1])
 if ARGV[2] == '' or not redis.call('ZSCORE', KEYS[1], '=') then return 0 end
-local body = redis.call('GET', KEYS[2])
-if not body then return 0 end
+local st, nb, capa, found = header(KEYS[2])
+if nb == 0 then return 0 end
 local s, h, l = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local nb = #body / W
-local j = first(body, 0, nb, s, h, l)
+local j = ringFirst(KEYS[2], st, nb, capa, s, h, l)
 if j >= nb then return 0 end
-local es, eh, el = at(body, j)
+local es, eh, el = ringAt(KEYS[2], st, capa, j)
 if es ~= s or eh ~= h or el ~= l then return 0 end
 if nb == 1 then
   redis.call('DEL', KEYS[2])
   redis.call('ZREM', KEYS[1], '=')
 else
-  redis.call('SET', KEYS[2], string.sub(body, 1, j * W) .. string.sub(body, (j + 1) * W + 1))
+  local body = linear(KEYS[2], st, nb, capa)
+  writeLinear(KEYS[2], string.sub(body, 1, j * W) .. string.sub(body, (j + 1) * W + 1), capa)
 end
 return 1
 `)
@@ -287,16 +447,15 @@ return 1
 // admitted entries of the body (binary search for the bound).
 var packedPageScript = goredis.NewScript(packedLua + `
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return false end
-local body = ''
-if redis.call('ZSCORE', KEYS[1], '=') then
-  body = redis.call('GET', KEYS[2])
-  if not body then return false end
-end
 local n = tonumber(ARGV[2])
 local slice = ''
-if ARGV[5] ~= '' and #body > 0 then
-  local j = first(body, 0, #body / W, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
-  slice = string.sub(body, j * W + 1, (j + n) * W)
+if redis.call('ZSCORE', KEYS[1], '=') then
+  local st, nb, capa, found = header(KEYS[2])
+  if not found then return false end
+  if ARGV[5] ~= '' then
+    local j = ringFirst(KEYS[2], st, nb, capa, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+    slice = ringSlice(KEYS[2], st, nb, capa, j, n)
+  end
 end
 local before = ARGV[4]
 if before ~= '' then
@@ -500,14 +659,15 @@ func mergeEntries(a, b []feed.Entry) []feed.Entry {
 // the next compaction). For tests and benchmarks.
 func (ib *Inbox) Len(ctx context.Context, userID int64) (int, error) {
 	key := ib.key(userID)
-	var card, blen *goredis.IntCmd
+	var card *goredis.IntCmd
+	var hdr *goredis.StringCmd
 	var marks [2]*goredis.FloatCmd
 	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		card = p.ZCard(ctx, key)
 		marks[0] = p.ZScore(ctx, key, sentinel)
 		marks[1] = p.ZScore(ctx, key, bodyMarker)
 		if ib.layout == LayoutPacked {
-			blen = p.StrLen(ctx, BodyKey(ib.prefix, userID))
+			hdr = p.GetRange(ctx, BodyKey(ib.prefix, userID), 0, PackedHeaderSize-1)
 		}
 		return nil
 	})
@@ -520,8 +680,10 @@ func (ib *Inbox) Len(ctx context.Context, userID int64) (int, error) {
 			n--
 		}
 	}
-	if blen != nil && marks[1].Err() == nil {
-		n += int(blen.Val()) / PackedEntrySize
+	if hdr != nil && marks[1].Err() == nil {
+		if h := hdr.Val(); len(h) == PackedHeaderSize {
+			n += int(binary.BigEndian.Uint32([]byte(h[4:8])))
+		}
 	}
 	return n, nil
 }

@@ -7,10 +7,11 @@
 //
 //	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
 //	                              plus the sentinel member "-" at score -inf (see Inbox);
-//	                              with LayoutPacked this is the head, and the member "="
-//	                              at -inf says the body below exists
-//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, 14 bytes an entry
-//	                              in feed order (see LayoutPacked, PackedEntrySize)
+//	                              with LayoutPacked (the default) this is the head, and the
+//	                              member "=" at -inf says the body below exists
+//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, a 12-byte header and
+//	                              a ring of 14-byte entries in feed order (see LayoutPacked,
+//	                              PackedHeaderSize, PackedEntrySize)
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
 //	{Prefix}code:{<phone>}        hash: hash, sent, expires, tries (ms times); PEXPIRE'd
 //	{Prefix}session:{<tokenHash>} hash: user, expires (ms); PEXPIRE'd
@@ -31,6 +32,24 @@ import (
 // InboxKey is the key of userID's inbox (a sorted set) under prefix.
 func InboxKey(prefix string, userID int64) string {
 	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
+}
+
+// appendInboxKey appends InboxKey(prefix, userID) to b: the fan-out's hot
+// path builds keys in its own buffer (wire.go).
+func appendInboxKey(b []byte, prefix string, userID int64) []byte {
+	return appendEntityKey(b, prefix, "feed:{", userID)
+}
+
+// appendOutboxKey appends OutboxKey(prefix, authorID) to b.
+func appendOutboxKey(b []byte, prefix string, authorID int64) []byte {
+	return appendEntityKey(b, prefix, "outbox:{", authorID)
+}
+
+func appendEntityKey(b []byte, prefix, kind string, id int64) []byte {
+	b = append(b, prefix...)
+	b = append(b, kind...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '}')
 }
 
 // OutboxKey is the key of authorID's own posts (a sorted set, see Outbox)

@@ -126,7 +126,7 @@ var layouts = []struct {
 	name string
 	opts redis.InboxOptions
 }{
-	{"SortedSet", redis.InboxOptions{}},
+	{"SortedSet", redis.InboxOptions{Layout: redis.LayoutSortedSet}},
 	{"Packed", redis.InboxOptions{Layout: redis.LayoutPacked}},
 	{"PackedAlwaysCompact", redis.InboxOptions{Layout: redis.LayoutPacked, HeadMax: -1}},
 }
@@ -164,12 +164,13 @@ func TestInbox(t *testing.T) {
 }
 
 // openBackend combines a fresh SQLite database (users, posts, follows and
-// the job queue, kept in memory) with the Redis AuthStore and Inbox. The
+// the job queue, kept in memory) with the Redis AuthStore and Inbox (the
+// sorted-set layout; TestPackedFeed and TestPackedHybrid run the packed one). The
 // suites' feeds are longer than feed.DefaultInboxCap entries and their model keeps
 // everything, so the cap is lifted: the cap is a deployment's choice, which
 // TestCap covers.
 func openBackend(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) *feedtest.Backend {
-	return openBackendLayout(t, open, "")
+	return openBackendLayout(t, open, redis.LayoutSortedSet)
 }
 
 // openBackendLayout is openBackend with inboxes of the given layout.
@@ -544,10 +545,10 @@ func TestAuthClock(t *testing.T) {
 // TestNoScript checks that a server without the scripts cached (a restart,
 // a failover) is served: the pipelined EVALSHAs are retried after a load.
 func TestNoScript(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
-		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1})
+		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, 1))
 		users := make([]int64, 200)
 		for i := range users {
 			users[i] = int64(i + 1)
@@ -644,8 +645,8 @@ func TestPackedBodyLost(t *testing.T) {
 			entries = append(entries, feed.Entry{PostID: i, Score: s0 + i/3})
 		}
 		mustDo(t, ib.Restore(ctx, user, entries), "Restore")
-		if n := rdb.StrLen(ctx, redis.BodyKey(prefix, user)).Val(); n != 100*redis.PackedEntrySize {
-			t.Fatalf("body of %d bytes after a Restore of 100, want %d", n, 100*redis.PackedEntrySize)
+		if n := rdb.StrLen(ctx, redis.BodyKey(prefix, user)).Val(); n != redis.PackedHeaderSize+100*redis.PackedEntrySize {
+			t.Fatalf("body of %d bytes after a Restore of 100, want %d", n, redis.PackedHeaderSize+100*redis.PackedEntrySize)
 		}
 		wantEntries(t, "restored", pageAll(t, ib, user), inOrder(entries))
 		mustDo(t, rdb.Del(ctx, redis.BodyKey(prefix, user)).Err(), "DEL body")

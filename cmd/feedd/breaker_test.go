@@ -20,7 +20,7 @@ import (
 func TestRedisBreaker(t *testing.T) {
 	r := startOwnRedis(t)
 	b := &backendArgs{rdb: r.client(t), dbURL: testenv.PostgresURL(t)}
-	api := startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--workers", "2", "--database-url", b.dbURL, "--redis-url", r.url())
+	api := startProc(t, nil, "serve", "--addr", "127.0.0.1:0", "--workers", "2", "--database-url", b.dbURL, "--redis-url", r.url(), "--inbox-layout", "zset") // inboxIDs reads the sorted set
 	c := api.client(t)
 	author, reader := c.login("13800000001"), c.login("13800000002")
 	authorID, readerID := c.me(author), c.me(reader)

@@ -112,7 +112,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
 	str(&c.redisPrefix, "redis-prefix", "FEED_REDIS_PREFIX", "", "prefix of every Redis key, to share one Redis between deployments")
 	num(&c.inboxCap, "inbox-cap", "FEED_INBOX_CAP", feed.DefaultInboxCap, "entries kept in each inbox")
-	str(&c.inboxLayout, "inbox-layout", "FEED_INBOX_LAYOUT", string(redis.LayoutSortedSet), "how Redis keeps an inbox: zset (one sorted set) or packed (a small sorted set plus a packed string, 7x less memory; see BENCHMARKS.md)")
+	str(&c.inboxLayout, "inbox-layout", "FEED_INBOX_LAYOUT", string(redis.LayoutPacked), "how Redis keeps an inbox: packed (a small sorted set plus a packed string, 7x less memory than zset; see BENCHMARKS.md) or zset (one sorted set)")
 	num(&c.pullAt, "pull-threshold", "FEED_PULL_THRESHOLD", 10000, "authors with at least this many followers are not fanned out; readers merge their posts (0: never)")
 	num(&c.activeDays, "active-days", "FEED_ACTIVE_DAYS", 30, "followers idle this many days are skipped by fan-out and regenerated on return (0: never skip)")
 	num(&c.backfill, "backfill", "FEED_BACKFILL", feed.DefaultBackfill, "recent posts of a followed user copied into the follower's inbox (at most --inbox-cap)")

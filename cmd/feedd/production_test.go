@@ -42,7 +42,7 @@ func singleNode(t *testing.T) *backendArgs {
 	t.Cleanup(func() { cleanupKeys(rdb, prefix); rdb.Close() })
 	db := testenv.PostgresURL(t)
 	return &backendArgs{name: "redis", rdb: rdb, prefix: prefix, dbURL: db,
-		args: []string{"--database-url", db, "--redis-url", url, "--redis-prefix", prefix}}
+		args: []string{"--database-url", db, "--redis-url", url, "--redis-prefix", prefix, "--inbox-layout", "zset"}}
 }
 
 func cluster(t *testing.T) *backendArgs {
@@ -51,7 +51,7 @@ func cluster(t *testing.T) *backendArgs {
 	t.Cleanup(func() { cleanupKeys(rdb, prefix); rdb.Close() })
 	db := testenv.PostgresURL(t)
 	return &backendArgs{name: "cluster", rdb: rdb, prefix: prefix, dbURL: db,
-		args: []string{"--database-url", db, "--redis-cluster", joinComma(addrs), "--redis-prefix", prefix}}
+		args: []string{"--database-url", db, "--redis-cluster", joinComma(addrs), "--redis-prefix", prefix, "--inbox-layout", "zset"}}
 }
 
 func joinComma(s []string) string {
@@ -438,7 +438,7 @@ func (r *ownRedis) client(t *testing.T) goredis.UniversalClient {
 func TestRedisOutage(t *testing.T) {
 	r := startOwnRedis(t)
 	b := &backendArgs{rdb: r.client(t), dbURL: testenv.PostgresURL(t)}
-	args := []string{"--database-url", b.dbURL, "--redis-url", r.url()}
+	args := []string{"--database-url", b.dbURL, "--redis-url", r.url(), "--inbox-layout", "zset"}
 	api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "2"}, args...)...)
 	c := api.client(t)
 	author, reader := c.login("13800000001"), c.login("13800000002")
@@ -481,7 +481,7 @@ func TestRedisOutage(t *testing.T) {
 func TestRedisFlushRebuild(t *testing.T) {
 	r := startOwnRedis(t)
 	b := &backendArgs{rdb: r.client(t), dbURL: testenv.PostgresURL(t)}
-	args := []string{"--database-url", b.dbURL, "--redis-url", r.url()}
+	args := []string{"--database-url", b.dbURL, "--redis-url", r.url(), "--inbox-layout", "zset"}
 	api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "2"}, args...)...)
 	c := api.client(t)
 	a1, a2, reader := c.login("13800000001"), c.login("13800000002"), c.login("13800000003")

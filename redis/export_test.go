@@ -1,0 +1,16 @@
+package redis
+
+// WireFallbacks is how many delivery batches of ib went again through
+// go-redis after the wire path failed (wire.go).
+func WireFallbacks(ib *Inbox) int64 {
+	if ib.wire == nil {
+		return -1
+	}
+	return ib.wire.fallbacks.Load()
+}
+
+// AppendedKeys are the inbox and outbox keys of id as the wire path builds
+// them.
+func AppendedKeys(prefix string, id int64) (inbox, outbox string) {
+	return string(appendInboxKey(nil, prefix, id)), string(appendOutboxKey(nil, prefix, id))
+}

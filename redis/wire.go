@@ -1,0 +1,369 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	feed "github.com/feedd/feedd"
+)
+
+// The fan-out's hot path: Deliver on sorted-set inboxes writes its pipeline
+// of ZADDs (and of the amortised trims' EVALSHAs) in RESP straight into
+// connections of its own, one buffer per Redis node, and reads the integer
+// replies in place. go-redis spends ~12 allocations and most of its CPU per
+// pipelined command on building Cmd values, boxing arguments and parsing
+// replies into them; here a delivery costs its key's bytes and one line of
+// reply (BenchmarkDeliverEncode; BENCHMARKS.md "Fan-out on the wire").
+// Every other command, and every delivery this path cannot carry, goes
+// through go-redis as before.
+//
+// The path gives way to go-redis rather than repeating what go-redis does:
+//   - any failure (a dial, a write, a read, a timeout, an error reply such as
+//     NOSCRIPT, MOVED, ASK, READONLY, LOADING) closes the connection and the
+//     whole batch is sent again through go-redis, whose hooks (the Breaker),
+//     redirects, retries and NOSCRIPT handling then apply. A batch is
+//     idempotent (ZADD of the same score and member; exact trims), so
+//     sending it twice leaves the inboxes as sending it once;
+//   - while the client's Breaker is open, deliveries go through go-redis and
+//     fail at once with ErrUnavailable, as every other command does;
+//   - clients it does not know how to reach (a Ring, credentials providers)
+//     always go through go-redis.
+//
+// On a Cluster the batch is split by the node that owns each key's slot
+// (ClusterClient.MasterForKey, go-redis's own slot table), and the nodes'
+// pipelines run concurrently, as go-redis does.
+
+// wireIdle is how long an idle connection of the wire path stays open.
+const wireIdle = time.Minute
+
+// wireMaxIdle is how many idle connections the wire path keeps per node.
+const wireMaxIdle = 16
+
+// wire is one Inbox's connections for the hot path, by node address.
+type wire struct {
+	mu    sync.Mutex
+	pools map[string]*wirePool
+	// fallbacks counts the batches sent again through go-redis (tests).
+	fallbacks atomic.Int64
+}
+
+// wireUsable reports whether deliveries on rdb can take the wire path.
+func wireUsable(rdb goredis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *goredis.Client:
+		return plainOptions(c.Options())
+	case *goredis.ClusterClient:
+		o := c.Options()
+		return o.CredentialsProvider == nil && o.CredentialsProviderContext == nil && o.StreamingCredentialsProvider == nil
+	}
+	return false
+}
+
+// plainOptions reports whether a connection made from o needs nothing but
+// a dial, AUTH and SELECT (what the wire path does).
+func plainOptions(o *goredis.Options) bool {
+	return o.CredentialsProvider == nil && o.CredentialsProviderContext == nil && o.StreamingCredentialsProvider == nil && o.OnConnect == nil
+}
+
+// wireBatch is one node's share of a delivery: its commands and how many.
+type wireBatch struct {
+	opts *goredis.Options
+	buf  []byte
+	n    int
+}
+
+// deliverWire sends one delivery batch (see Deliver) on the wire path: a
+// ZADD per user, and trimScript's EVALSHA for the users trimsOn picks.
+func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64) error {
+	// Every ZADD ends with the same score and member, every EVALSHA with
+	// the same cap: encoded once. Scores are integers (ms), written as
+	// go-redis writes their float64 (exact up to 2^53) and parsed by Redis
+	// to the same double.
+	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
+	z = appendBulkString(z, member(e.PostID))
+	trim := appendBulkString(nil, strconv.Itoa(ib.cap))
+	var key []byte
+	add := func(b *wireBatch, u int64) {
+		key = ib.appendKey(key[:0], ib.prefix, u)
+		b.buf = append(b.buf, "*4\r\n$4\r\nZADD\r\n"...)
+		b.buf = appendBulk(b.buf, key)
+		b.buf = append(b.buf, z...)
+		b.n++
+		if trimsOn(e.PostID, u) {
+			b.buf = append(b.buf, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n"...)
+			b.buf = append(b.buf, trimScript.Hash()...)
+			b.buf = append(b.buf, "\r\n$1\r\n1\r\n"...)
+			b.buf = appendBulk(b.buf, key)
+			b.buf = append(b.buf, trim...)
+			b.n++
+		}
+	}
+	switch c := ib.rdb.(type) {
+	case *goredis.Client:
+		buf := wireBufs.Get().(*[]byte)
+		defer wireBufs.Put(buf)
+		b := wireBatch{opts: c.Options(), buf: (*buf)[:0]}
+		for _, u := range userIDs {
+			add(&b, u)
+		}
+		*buf = b.buf
+		return ib.wire.send(ctx, &b)
+	case *goredis.ClusterClient:
+		batches := map[*goredis.Client]*wireBatch{}
+		for _, u := range userIDs {
+			node, err := c.MasterForKey(ctx, ib.key(u))
+			if err != nil {
+				return err
+			}
+			b := batches[node]
+			if b == nil && !plainOptions(node.Options()) {
+				return errors.New("redis: no wire path to this node")
+			}
+			if b == nil {
+				b = &wireBatch{opts: node.Options()}
+				batches[node] = b
+			}
+			add(b, u)
+		}
+		errs := make(chan error, len(batches))
+		for _, b := range batches {
+			go func() { errs <- ib.wire.send(ctx, b) }()
+		}
+		var err error
+		for range batches {
+			err = cmpErr(err, <-errs)
+		}
+		return err
+	}
+	return errors.New("redis: no wire path for this client")
+}
+
+// wireBufs are the single node's pipeline buffers, reused from batch to
+// batch (~60 bytes a delivery).
+var wireBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// appendBulk appends s as a RESP bulk string.
+func appendBulk(b, s []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, s...)
+	return append(b, "\r\n"...)
+}
+
+// appendBulkString appends s as a RESP bulk string.
+func appendBulkString(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, s...)
+	return append(b, "\r\n"...)
+}
+
+// wireReplyError is an error reply of Redis on the wire path. Like
+// go-redis's own, it is a goredis.Error: an answer, not an outage.
+type wireReplyError string
+
+func (e wireReplyError) Error() string { return string(e) }
+
+// RedisError implements goredis.Error.
+func (wireReplyError) RedisError() {}
+
+// send writes b's commands on a connection to b's node and reads their
+// replies.
+func (w *wire) send(ctx context.Context, b *wireBatch) error {
+	p := w.pool(b.opts)
+	c, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.roundTrip(ctx, b.opts, b.buf, b.n)
+	var reply wireReplyError
+	if err != nil && !errors.As(err, &reply) {
+		c.Close()
+		return err
+	}
+	p.put(c)
+	return err
+}
+
+func (w *wire) pool(o *goredis.Options) *wirePool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pools[o.Addr]
+	if p == nil || p.opts != o {
+		if w.pools == nil {
+			w.pools = map[string]*wirePool{}
+		}
+		p = &wirePool{opts: o}
+		w.pools[o.Addr] = p
+	}
+	return p
+}
+
+// wirePool is the idle connections to one node.
+type wirePool struct {
+	opts  *goredis.Options
+	mu    sync.Mutex
+	idle  []*wireConn
+	timer *time.Timer
+}
+
+// wireConn is one connection of the wire path.
+type wireConn struct {
+	net.Conn
+	r    *bufio.Reader
+	used time.Time
+}
+
+func (p *wirePool) get(ctx context.Context) (*wireConn, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	return dialWire(ctx, p.opts)
+}
+
+func (p *wirePool) put(c *wireConn) {
+	c.used = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) >= wireMaxIdle {
+		c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(wireIdle, p.reap)
+	}
+}
+
+// reap closes the connections idle for wireIdle, and comes back while any
+// remain.
+func (p *wirePool) reap() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keep := p.idle[:0]
+	for _, c := range p.idle {
+		if time.Since(c.used) >= wireIdle {
+			c.Close()
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.timer = nil
+	if len(p.idle) > 0 {
+		p.timer = time.AfterFunc(wireIdle, p.reap)
+	}
+}
+
+// wireName is the name of the wire path's connections (CLIENT LIST).
+const wireName = "feedd-wire"
+
+// dialWire opens a connection as go-redis would (its Dialer: TCP or unix,
+// TLS), then authenticates, names it wireName and selects the database.
+func dialWire(ctx context.Context, o *goredis.Options) (*wireConn, error) {
+	conn, err := o.Dialer(ctx, o.Network, o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &wireConn{Conn: conn, r: bufio.NewReaderSize(conn, 16<<10)}
+	var hello []byte
+	k := 0
+	if o.Password != "" {
+		hello = append(hello, "*"...)
+		if o.Username != "" {
+			hello = append(hello, "3\r\n$4\r\nAUTH\r\n"...)
+			hello = appendBulkString(hello, o.Username)
+		} else {
+			hello = append(hello, "2\r\n$4\r\nAUTH\r\n"...)
+		}
+		hello = appendBulkString(hello, o.Password)
+		k++
+	}
+	hello = append(hello, "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n"...)
+	hello = appendBulkString(hello, wireName)
+	k++
+	if o.DB != 0 {
+		hello = append(hello, "*2\r\n$6\r\nSELECT\r\n"...)
+		hello = appendBulkString(hello, strconv.Itoa(o.DB))
+		k++
+	}
+	if err := c.roundTrip(ctx, o, hello, k); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// roundTrip writes buf, which holds k commands, and reads their k replies,
+// each an integer or a status (anything else is a protocol error). It
+// returns the first error reply, once every reply is read; any other error
+// leaves the connection unusable. The deadline is ctx's, or the client's
+// read and write timeouts from now; cancelling ctx interrupts it.
+func (c *wireConn) roundTrip(ctx context.Context, o *goredis.Options, buf []byte, k int) error {
+	deadline := time.Time{}
+	if t := max(o.ReadTimeout, 0) + max(o.WriteTimeout, 0); t > 0 {
+		deadline = time.Now().Add(t)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	err := c.exchange(buf, k)
+	if !stop() {
+		return cmpErr(ctx.Err(), err)
+	}
+	return err
+}
+
+func (c *wireConn) exchange(buf []byte, k int) error {
+	if _, err := c.Write(buf); err != nil {
+		return err
+	}
+	var first error
+	for range k {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) < 3 || line[len(line)-2] != '\r' {
+			return fmt.Errorf("redis: wire path: malformed reply %q", line)
+		}
+		switch line[0] {
+		case ':', '+':
+		case '-':
+			if first == nil {
+				first = wireReplyError(line[1 : len(line)-2])
+			}
+		default:
+			return fmt.Errorf("redis: wire path: unexpected reply %q", line)
+		}
+	}
+	return first
+}
