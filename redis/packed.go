@@ -658,32 +658,51 @@ func mergeEntries(a, b []feed.Entry) []feed.Entry {
 // not counted; an entry both in a packed head and body counted twice until
 // the next compaction). For tests and benchmarks.
 func (ib *Inbox) Len(ctx context.Context, userID int64) (int, error) {
-	key := ib.key(userID)
-	var card *goredis.IntCmd
-	var hdr *goredis.StringCmd
-	var marks [2]*goredis.FloatCmd
+	n, err := ib.Lens(ctx, []int64{userID})
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// Lens is Len of each of userIDs, in one pipeline.
+func (ib *Inbox) Lens(ctx context.Context, userIDs []int64) ([]int, error) {
+	type lenCmds struct {
+		card  *goredis.IntCmd
+		hdr   *goredis.StringCmd
+		marks [2]*goredis.FloatCmd
+	}
+	cmds := make([]lenCmds, len(userIDs))
 	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		card = p.ZCard(ctx, key)
-		marks[0] = p.ZScore(ctx, key, sentinel)
-		marks[1] = p.ZScore(ctx, key, bodyMarker)
-		if ib.layout == LayoutPacked {
-			hdr = p.GetRange(ctx, BodyKey(ib.prefix, userID), 0, PackedHeaderSize-1)
+		for i, u := range userIDs {
+			key := ib.key(u)
+			c := &cmds[i]
+			c.card = p.ZCard(ctx, key)
+			c.marks[0] = p.ZScore(ctx, key, sentinel)
+			c.marks[1] = p.ZScore(ctx, key, bodyMarker)
+			if ib.layout == LayoutPacked {
+				c.hdr = p.GetRange(ctx, BodyKey(ib.prefix, u), 0, PackedHeaderSize-1)
+			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		return 0, err
+		return nil, err
 	}
-	n := int(card.Val())
-	for _, m := range marks {
-		if m.Err() == nil {
-			n--
+	out := make([]int, len(userIDs))
+	for i, c := range cmds {
+		n := int(c.card.Val())
+		for _, m := range c.marks {
+			if m.Err() == nil {
+				n--
+			}
 		}
-	}
-	if hdr != nil && marks[1].Err() == nil {
-		if h := hdr.Val(); len(h) == PackedHeaderSize {
-			n += int(binary.BigEndian.Uint32([]byte(h[4:8])))
+		if c.hdr != nil && c.marks[1].Err() == nil {
+			if h := c.hdr.Val(); len(h) == PackedHeaderSize {
+				n += int(binary.BigEndian.Uint32([]byte(h[4:8])))
+			}
 		}
+		out[i] = n
 	}
-	return n, nil
+	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
 
@@ -172,7 +173,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}()
 	}
 
-	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Progress: stderr}
+	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Layout: redis.Layout(c.inboxLayout), Progress: stderr}
 	if sub != "memory" {
 		cleanup, err := benchDatabase(ctx, c, tag, set["data"])
 		if err != nil {

@@ -31,6 +31,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/redis"
 )
 
 // Env is a wired feedd process, as `feedd serve` builds it, plus what the
@@ -59,6 +60,8 @@ type Env struct {
 	FanoutBatch int
 	// InboxCap is the service's --inbox-cap.
 	InboxCap int
+	// Layout is the service's --inbox-layout (Redis inboxes; "": the default).
+	Layout redis.Layout
 
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer

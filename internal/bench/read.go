@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/redis"
@@ -256,19 +255,19 @@ func inboxEntries(ctx context.Context, env *Env, first, last int64) (int64, erro
 	if env.Redis == nil {
 		return env.Store.InboxEntries(ctx, first, last)
 	}
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout})
 	var n int64
 	for lo := first; lo <= last; lo += 10_000 {
-		cmds, err := env.Redis.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for u := lo; u <= min(lo+9_999, last); u++ {
-				p.ZCard(ctx, redis.InboxKey(env.Prefix, u))
-			}
-			return nil
-		})
+		ids := make([]int64, 0, min(10_000, last-lo+1))
+		for u := lo; u <= min(lo+9_999, last); u++ {
+			ids = append(ids, u)
+		}
+		lens, err := ib.Lens(ctx, ids)
 		if err != nil {
 			return 0, err
 		}
-		for _, c := range cmds {
-			n += c.(*goredis.IntCmd).Val()
+		for _, l := range lens {
+			n += int64(l)
 		}
 	}
 	return n, nil
