@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/redis"
 )
