@@ -20,7 +20,6 @@ package fanout
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,7 +29,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivermigrate"
-	"github.com/riverqueue/river/rivertype"
 
 	feed "github.com/feedd/feedd"
 )
@@ -109,57 +107,6 @@ type Deps struct {
 	Log    *slog.Logger
 
 	wake *Wake // Config.Wake, notified after the workers insert batch jobs
-}
-
-// Observer is told what fan-out delivered. Its methods must be cheap and
-// safe for concurrent use.
-type Observer interface {
-	// Delivered: entries inbox entries were written, one per inbox: of new
-	// posts (the author's own included) and of an author's recent posts
-	// pushed when they leave pull mode. A retried write counts again.
-	Delivered(entries int)
-	// Lag: a job finished delivering a new post, lag after the post's
-	// creation time (its score). A post delivered by one job is observed
-	// once; a split audience once per batch job, the post's lag being
-	// the largest.
-	Lag(lag time.Duration)
-	// FirstLag: the first follower of a new post got it, lag after the
-	// post's creation time. Observed once per post that has followers to
-	// push to (the first batch of its first job), when it is first written.
-	FirstLag(lag time.Duration)
-}
-
-// observeLag tells Observe the lag of a finished delivery of a new post.
-func (d *Deps) observeLag(op string, score int64) {
-	if d.Observe == nil || op != OpAdd {
-		return
-	}
-	d.Observe.Lag(max(d.now().Sub(time.UnixMilli(score)), 0))
-}
-
-// observeFirstLag tells Observe the lag of a new post's first follower.
-func (d *Deps) observeFirstLag(op string, score int64) {
-	if d.Observe == nil || op != OpAdd {
-		return
-	}
-	d.Observe.FirstLag(max(d.now().Sub(time.UnixMilli(score)), 0))
-}
-
-// publish tells live streams that op was applied to entry e in the
-// timelines of users (and, when author is not 0, of the pull-mode
-// followers of author). Streams are best effort: a failed publish is
-// logged and never fails the job, whose inbox writes are done.
-func (d *Deps) publish(ctx context.Context, op string, e feed.Entry, users []int64, author int64) {
-	if d.Events == nil || (len(users) == 0 && author == 0) {
-		return
-	}
-	kind := feed.EventPost
-	if op == OpRemove {
-		kind = feed.EventDelete
-	}
-	if err := d.Events.Publish(ctx, feed.Event{Kind: kind, Entry: e, Users: users, Author: author}); err != nil && ctx.Err() == nil {
-		d.Log.Warn("publish timeline event", "post_id", e.PostID, "kind", kind, "error", err)
-	}
 }
 
 // The defaults of Deps: a field that is zero or negative has its default
@@ -542,62 +489,4 @@ func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) e
 		return &inboxError{err}
 	}
 	return err
-}
-
-// inboxError marks a failed inbox write: the inbox store (Redis) is most
-// likely unreachable. Such jobs are snoozed, not failed: a snooze uses no
-// attempt, so an outage of any length delays deliveries but never discards
-// them, and they all arrive once the store is back.
-type inboxError struct{ err error }
-
-func (e *inboxError) Error() string { return "inbox write: " + e.err.Error() }
-func (e *inboxError) Unwrap() error { return e.err }
-
-// snoozeFor is the wait before a job whose inbox writes failed tries again:
-// doubling from 250 ms up to 10 s, by how many times it was snoozed.
-func snoozeFor(snoozes int) time.Duration {
-	return min(250*time.Millisecond<<min(snoozes, 6), 10*time.Second)
-}
-
-// outcome turns a job's error into what River should do with it.
-func outcome(d *Deps, job *rivertype.JobRow, err error) error {
-	var ie *inboxError
-	if err == nil || !errors.As(err, &ie) {
-		return err
-	}
-	var meta struct {
-		Snoozes int `json:"snoozes"`
-	}
-	_ = json.Unmarshal(job.Metadata, &meta)
-	wait := snoozeFor(meta.Snoozes)
-	d.Log.Warn("inbox store unavailable; fan-out job snoozed", "job_id", job.ID, "kind", job.Kind, "wait", wait, "error", ie.err)
-	return river.JobSnooze(wait)
-}
-
-// errorHandler logs job failures; a job that has used its last attempt is
-// logged at error level with its post id, so a lost delivery is never silent.
-type errorHandler struct{ log *slog.Logger }
-
-func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
-	h.report(job, err.Error())
-	return nil
-}
-
-func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
-	h.report(job, fmt.Sprintf("panic: %v\n%s", panicVal, trace))
-	return nil
-}
-
-func (h *errorHandler) report(job *rivertype.JobRow, msg string) {
-	var a struct {
-		PostID int64  `json:"post_id"`
-		Op     string `json:"op"`
-	}
-	_ = json.Unmarshal(job.EncodedArgs, &a)
-	attrs := []any{"job_id", job.ID, "kind", job.Kind, "op", a.Op, "post_id", a.PostID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", msg}
-	if job.Attempt >= job.MaxAttempts {
-		h.log.Error("fan-out job failed for good", attrs...)
-		return
-	}
-	h.log.Warn("fan-out job failed; will retry", attrs...)
 }
