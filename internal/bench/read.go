@@ -254,7 +254,8 @@ func inboxEntries(ctx context.Context, env *Env, first, last int64) (int64, erro
 	if env.Redis == nil {
 		return env.Store.InboxEntries(ctx, first, last)
 	}
-	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout})
+	// Only counts: no delivery goes through it, so no connections of its own.
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, NoWire: true})
 	var n int64
 	for lo := first; lo <= last; lo += 10_000 {
 		ids := make([]int64, 0, min(10_000, last-lo+1))
