@@ -34,16 +34,16 @@ import (
 // score = WRecency·recency + WAffinity·affinity + WFollowAge·follow_age +
 // WEngagement·engagement − WLiked·liked. Ties keep feed order.
 type RankSettings struct {
-	Window           time.Duration // candidates: timeline entries at most this old
-	Candidates       int           // at most this many entries are ranked
-	SnapshotTTL      time.Duration // how long a ranked scroll's order is kept
+	Window      time.Duration // candidates: timeline entries at most this old
+	Candidates  int           // at most this many entries are ranked
+	SnapshotTTL time.Duration // how long a ranked scroll's order is kept
 	// CountsTTL is how long the like count of a candidate post, once read,
 	// is reused by this process's first ranked pages, and ViewerTTL how
 	// long a viewer's likes and follows are (rankCache; 0: read on every
 	// first page). What is done through this process shows at once;
 	// through another, after at most these.
-	CountsTTL time.Duration
-	ViewerTTL time.Duration
+	CountsTTL        time.Duration
+	ViewerTTL        time.Duration
 	RecencyHalfLife  time.Duration
 	AffinityWindow   time.Duration
 	AffinityHalfLife time.Duration
