@@ -105,11 +105,14 @@ func BenchmarkRankedFirstPage(b *testing.B) {
 			rs := feed.DefaultRankSettings()
 			rs.Candidates = n
 			w.svc.Rank = &rs
+			cpu, n := cpuTime(), 0
 			for b.Loop() {
 				if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
 					b.Fatal(err)
 				}
+				n++
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 		})
 	}
 }
@@ -121,24 +124,30 @@ func BenchmarkRankedFirstPageCold(b *testing.B) {
 		b.Run(fmt.Sprintf("ttl=%v", ttl), func(b *testing.B) {
 			rs := feed.DefaultRankSettings()
 			rs.CountsTTL, rs.ViewerTTL = ttl, ttl
+			cpu, n := cpuTime(), 0
 			for b.Loop() {
+				n++
 				svc := &feed.Service{Users: w.db, Auth: w.db, Posts: w.db, Follows: w.db, Social: w.db, Outbox: w.svc.Outbox, Inbox: w.svc.Inbox,
 					Filters: w.db, Ranks: w.db, Snapshots: &inmem.Snapshots{}, Rank: &rs, Now: func() time.Time { return now }}
 				if _, err := svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 		})
 	}
 }
 
 func BenchmarkTimelineFirstPage(b *testing.B) {
 	w := openBenchWorld(b)
+	cpu, n := cpuTime(), 0
 	for b.Loop() {
 		if _, err := w.svc.Timeline(b.Context(), w.viewer, nil, 10); err != nil {
 			b.Fatal(err)
 		}
+		n++
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 }
 
 // BenchmarkInboxPageCandidates is the stream read of a first ranked page:
