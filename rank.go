@@ -375,7 +375,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 	ids := postIDs(entries)
 	facts := make([]rankFact, len(ids))
 	fresh := make([]bool, len(ids))
-	v, changes := s.rankCache.lookup(userID, ids, now, facts, fresh)
+	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
 	var read []int64
 	authors := make([]int64, 0, len(ids))
 	minID := ids[0]
@@ -413,10 +413,10 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		posts = rr.Posts
 		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, expires: now.Add(rs.ViewerTTL)}
 		if rs.ViewerTTL > 0 {
-			s.rankCache.putViewer(userID, v, changes)
+			s.rankCache.putViewer(userID, v, tok)
 		}
 	}
-	s.rankCache.putPosts(posts, now, rs.CountsTTL, changes)
+	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
 
 	aff := make(map[int64]Affinity, len(v.follows))
 	for a, at := range v.follows {

@@ -37,13 +37,15 @@ type RankLike struct {
 // rankFact is what the ranked timeline keeps of one candidate post. The
 // author and the creation never change; the like count is reused until
 // fresh passes (RankSettings.CountsTTL), and only while epoch is the
-// cache's.
+// cache's. An entry whose author is 0 knows nothing but inval: the last
+// invalidation of the post (rankCache.mark).
 type rankFact struct {
 	author  int64
 	created int64 // ms
 	likes   int
 	fresh   time.Time
 	epoch   uint64
+	inval   uint64
 }
 
 // rankViewer is what the ranked timeline keeps of one viewer: the likes
@@ -54,7 +56,8 @@ type rankViewer struct {
 	since   int64 // ms
 	minID   int64
 	follows map[int64]time.Time
-	expires time.Time
+	expires time.Time // zero: an entry that holds only inval
+	inval   uint64    // the last invalidation of the viewer (rankCache.mark)
 }
 
 // covers reports whether v answers for a page's likes (since, minID) and
@@ -112,59 +115,88 @@ func (g *gen2[V]) delete(k int64) {
 //   - of each viewer, their likes and follows for ViewerTTL.
 //
 // What this process changes it applies at once: a like or unlike marks the
-// post's count stale and drops the liker's entry; a follow or unfollow
-// drops the follower's; a block (which removes follows both ways and
-// likes) drops both users' and marks every count stale; a delete forgets
-// the post. What other processes change shows after at most the TTLs (and
-// a deleted post's likes count towards affinity until the viewer's entry
-// expires). Whether a post may be shown (deleted, blocked, muted, hidden)
-// is never cached: pages are filtered when read (rankViews). The zero
-// value is ready to use.
+// post's count stale and the liker's entry; a follow or unfollow marks the
+// follower's; a block (which removes follows both ways and likes) marks
+// both users' and every count; a delete forgets the post. What other
+// processes change shows after at most the TTLs (and a deleted post's
+// likes count towards affinity until the viewer's entry expires). Whether
+// a post may be shown (deleted, blocked, muted, hidden) is never cached:
+// pages are filtered when read (rankViews).
+//
+// A read that raced a change must not store what it read before the
+// change: lookup returns a rankToken, every change takes a sequence number
+// and leaves it on the post's or viewer's entry (inval), and the puts keep
+// nothing for an entry changed after the token (nor counts of an older
+// epoch). So changes to other posts and viewers never spoil a read. The
+// zero value is ready to use.
 type rankCache struct {
 	mu      sync.Mutex
 	posts   gen2[rankFact]
 	viewers gen2[*rankViewer]
-	epoch   uint64 // counts from an older epoch are stale (staleAll)
-	changes uint64 // bumped by every invalidation; see putPosts
+	epoch   uint64 // counts from an older epoch are stale (blocked)
+	seq     uint64 // the last change's number
 }
+
+// rankToken is what lookup saw: the puts keep only what no later change
+// touched.
+type rankToken struct{ seq, epoch uint64 }
 
 // lookup fills facts[i] for each of ids whose facts are known, and
 // fresh[i] when its count is fresh at now. It returns the viewer's entry
-// (nil if none), and the change count to give the puts.
-func (c *rankCache) lookup(viewerID int64, ids []int64, now time.Time, facts []rankFact, fresh []bool) (*rankViewer, uint64) {
+// (nil if none or only a mark) and the token to give the puts.
+func (c *rankCache) lookup(viewerID int64, ids []int64, now time.Time, facts []rankFact, fresh []bool) (*rankViewer, rankToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, id := range ids {
 		f, ok := c.posts.get(id, RankFactsKept)
+		ok = ok && f.author != 0
 		facts[i], fresh[i] = f, ok && f.epoch == c.epoch && now.Before(f.fresh)
 	}
 	v, _ := c.viewers.get(viewerID, RankViewersKept)
-	return v, c.changes
+	if v != nil && v.expires.IsZero() {
+		v = nil
+	}
+	return v, rankToken{c.seq, c.epoch}
 }
 
 // putPosts stores what the store returned of posts read since lookup
-// returned changes. When anything was invalidated meanwhile, the counts
-// are kept stale (their read may predate the change), the facts all the
+// returned tok. The counts of posts changed since, or of an older epoch,
+// are kept stale (their read may predate the change); the facts all the
 // same.
-func (c *rankCache) putPosts(posts []RankCandidate, now time.Time, ttl time.Duration, changes uint64) {
+func (c *rankCache) putPosts(posts []RankCandidate, now time.Time, ttl time.Duration, tok rankToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fresh := now.Add(ttl)
-	if c.changes != changes {
-		fresh = time.Time{}
-	}
 	for _, r := range posts {
-		c.posts.put(r.PostID, rankFact{author: r.AuthorID, created: r.Score, likes: r.Likes, fresh: fresh, epoch: c.epoch}, RankFactsKept)
+		f := rankFact{author: r.AuthorID, created: r.Score, likes: r.Likes, fresh: now.Add(ttl), epoch: tok.epoch}
+		if old, ok := c.posts.get(r.PostID, RankFactsKept); ok {
+			f.inval = old.inval // kept, for reads older still
+			if old.inval > tok.seq {
+				f.fresh = time.Time{}
+			}
+		}
+		c.posts.put(r.PostID, f, RankFactsKept)
 	}
 }
 
-// putViewer stores v as viewerID's entry, unless anything was invalidated
-// since lookup returned changes.
-func (c *rankCache) putViewer(viewerID int64, v *rankViewer, changes uint64) {
+// putViewer stores v as viewerID's entry, unless the viewer changed since
+// lookup returned tok.
+func (c *rankCache) putViewer(viewerID int64, v *rankViewer, tok rankToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.changes == changes {
-		c.viewers.put(viewerID, v, RankViewersKept)
+	if old, ok := c.viewers.get(viewerID, RankViewersKept); ok {
+		if old.inval > tok.seq {
+			return
+		}
+		v.inval = old.inval // kept, for reads older still
+	}
+	c.viewers.put(viewerID, v, RankViewersKept)
+}
+
+// markViewers marks the entries of users changed (c.mu held).
+func (c *rankCache) markViewers(users ...int64) {
+	c.seq++
+	for _, u := range users {
+		c.viewers.put(u, &rankViewer{inval: c.seq}, RankViewersKept)
 	}
 }
 
@@ -172,31 +204,25 @@ func (c *rankCache) putViewer(viewerID int64, v *rankViewer, changes uint64) {
 func (c *rankCache) liked(userID, id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.changes++
-	c.viewers.delete(userID)
-	for _, m := range []map[int64]rankFact{c.posts.cur, c.posts.old} {
-		if f, ok := m[id]; ok {
-			f.fresh = time.Time{}
-			m[id] = f
-		}
-	}
+	c.markViewers(userID)
+	f, _ := c.posts.get(id, RankFactsKept)
+	f.fresh, f.inval = time.Time{}, c.seq
+	c.posts.put(id, f, RankFactsKept)
 }
 
-// forgetViewers drops the entries of users.
-func (c *rankCache) forgetViewers(users ...int64) {
+// followed is told that userID followed or unfollowed someone.
+func (c *rankCache) followed(userID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.changes++
-	for _, u := range users {
-		c.viewers.delete(u)
-	}
+	c.markViewers(userID)
 }
 
-// blocked is told of a block between users: follows and likes went.
+// blocked is told of a block between users: follows and likes went, the
+// likes' counts with them.
 func (c *rankCache) blocked(users ...int64) {
-	c.forgetViewers(users...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.markViewers(users...)
 	c.epoch++
 }
 
@@ -204,6 +230,5 @@ func (c *rankCache) blocked(users ...int64) {
 func (c *rankCache) forgetPost(id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.changes++
 	c.posts.delete(id)
 }

@@ -98,7 +98,7 @@ func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow boo
 	if err := s.Follows.SetFollow(ctx, userID, targetID, follow, s.now()); err != nil {
 		return err
 	}
-	s.rankCache.forgetViewers(userID)
+	s.rankCache.followed(userID)
 	if follow && s.PullThreshold > 0 {
 		// Enter pull mode with the follow that crosses the threshold, so
 		// that no read or rebuild from now on copies this author's posts
