@@ -232,7 +232,11 @@ func (s *Service) DeletePost(ctx context.Context, userID, id int64) error {
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	return s.Posts.DeletePost(ctx, id, userID)
+	if err := s.Posts.DeletePost(ctx, id, userID); err != nil {
+		return err
+	}
+	s.rankCache.forgetPost(id)
+	return nil
 }
 
 // ToggleLike flips userID's like of post id.
@@ -240,7 +244,11 @@ func (s *Service) ToggleLike(ctx context.Context, userID, id int64) (bool, error
 	if err := validID("id", id); err != nil {
 		return false, err
 	}
-	return s.Posts.ToggleLike(ctx, id, userID, s.now())
+	on, err := s.Posts.ToggleLike(ctx, id, userID, s.now())
+	if err == nil {
+		s.rankCache.liked(userID, id)
+	}
+	return on, err
 }
 
 // SetLike makes userID like (like=true) or stop liking post id. Idempotent,
@@ -249,7 +257,11 @@ func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) erro
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	return s.Posts.SetLike(ctx, id, userID, like, s.now())
+	if err := s.Posts.SetLike(ctx, id, userID, like, s.now()); err != nil {
+		return err
+	}
+	s.rankCache.liked(userID, id)
+	return nil
 }
 
 // Likers returns the first LikersShown users who liked post id, earliest first.

@@ -34,9 +34,16 @@ import (
 // score = WRecency·recency + WAffinity·affinity + WFollowAge·follow_age +
 // WEngagement·engagement − WLiked·liked. Ties keep feed order.
 type RankSettings struct {
-	Window           time.Duration // candidates: timeline entries at most this old
-	Candidates       int           // at most this many entries are ranked
-	SnapshotTTL      time.Duration // how long a ranked scroll's order is kept
+	Window      time.Duration // candidates: timeline entries at most this old
+	Candidates  int           // at most this many entries are ranked
+	SnapshotTTL time.Duration // how long a ranked scroll's order is kept
+	// CountsTTL is how long the like count of a candidate post, once read,
+	// is reused by this process's first ranked pages, and ViewerTTL how
+	// long a viewer's likes and follows are (rankCache; 0: read on every
+	// first page). What is done through this process shows at once;
+	// through another, after at most these.
+	CountsTTL        time.Duration
+	ViewerTTL        time.Duration
 	RecencyHalfLife  time.Duration
 	AffinityWindow   time.Duration
 	AffinityHalfLife time.Duration
@@ -57,6 +64,8 @@ func DefaultRankSettings() RankSettings {
 		Window:           72 * time.Hour,
 		Candidates:       150,
 		SnapshotTTL:      30 * time.Minute,
+		CountsTTL:        10 * time.Second,
+		ViewerTTL:        time.Minute,
 		RecencyHalfLife:  12 * time.Hour,
 		AffinityWindow:   30 * 24 * time.Hour,
 		AffinityHalfLife: 7 * 24 * time.Hour,
@@ -83,6 +92,8 @@ func (rs RankSettings) Validate() error {
 		return Errorf(EINVALID, "rank candidates must be from 1 to %d", MaxRankCandidates)
 	case rs.SnapshotTTL < time.Second:
 		return Errorf(EINVALID, "rank snapshot TTL must be at least 1s")
+	case rs.CountsTTL < 0 || rs.ViewerTTL < 0:
+		return Errorf(EINVALID, "rank counts and viewer TTLs must not be negative")
 	case rs.RecencyHalfLife <= 0 || rs.AffinityHalfLife <= 0 || rs.FollowHalfLife <= 0:
 		return Errorf(EINVALID, "rank half-lives must be positive")
 	case rs.AffinityWindow <= 0:
@@ -169,6 +180,18 @@ type RankStore interface {
 // when Ranks implements it. Implementation: sqlite.DB.
 type RankInputReader interface {
 	RankInputs(ctx context.Context, viewerID int64, ids []int64, since, now time.Time, halfLife time.Duration) (map[int64]RankCandidate, map[int64]Affinity, error)
+}
+
+// RankFactReader reads a first ranked page's inputs when the ranked
+// timeline already knows some of them (its cache, rankCache). The ranked
+// timeline uses it when Ranks implements it and CountsTTL or ViewerTTL is
+// positive. Implementations: sqlite.DB, postgres.DB.
+type RankFactReader interface {
+	// RankFacts returns, in one statement, the RankReads of the posts
+	// among ids, of viewerID's likes since `since` or of posts with ids of
+	// at least minID, and of viewerID's follows of authors and of the
+	// posts' authors.
+	RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*RankReads, error)
 }
 
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
@@ -315,6 +338,9 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	if r, ok := s.Ranks.(RankFactReader); ok && (rs.CountsTTL > 0 || rs.ViewerTTL > 0) {
+		return s.rankCached(ctx, r, userID, entries, rs, since, now)
+	}
 	cands, aff, err := s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife)
 	if err != nil {
 		return nil, err
@@ -326,8 +352,103 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
 		}
 	}
-	// Stable: equal scores keep feed order.
-	slices.SortStableFunc(items, func(a, b RankedItem) int { return cmp.Compare(b.Rank.Score, a.Rank.Score) })
+	sortRanked(items)
+	return items, nil
+}
+
+// sortRanked sorts items best first; equal scores keep feed order (the
+// order of items' entries, so a stable sort would do the same, slower).
+func sortRanked(items []RankedItem) {
+	slices.SortFunc(items, func(a, b RankedItem) int {
+		if c := cmp.Compare(b.Rank.Score, a.Rank.Score); c != 0 {
+			return c
+		}
+		return CompareEntries(Entry{PostID: a.PostID, Score: a.Score}, Entry{PostID: b.PostID, Score: b.Score})
+	})
+}
+
+// rankCached is rankCandidates with the cache (rankCache): it reads the
+// posts whose facts are unknown or whose count is stale, and the viewer's
+// likes and follows unless the cache holds them for these candidates; one
+// RankFacts statement, or only Candidates of the posts, or nothing.
+func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
+	ids := postIDs(entries)
+	facts := make([]rankFact, len(ids))
+	fresh := make([]bool, len(ids))
+	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
+	var read []int64
+	authors := make([]int64, 0, len(ids))
+	minID := ids[0]
+	for i, id := range ids {
+		minID = min(minID, id)
+		if fresh[i] {
+			authors = append(authors, facts[i].author)
+		} else {
+			read = append(read, id)
+		}
+	}
+	slices.Sort(authors)
+	authors = slices.Compact(authors)
+	sinceMS := since.UnixMilli()
+	var posts []RankCandidate
+	if !v.covers(sinceMS, minID, authors, now) {
+		v = nil
+	} else if len(read) > 0 {
+		m, err := s.Ranks.Candidates(ctx, userID, read)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range m {
+			posts = append(posts, c)
+			if _, ok := v.follows[c.AuthorID]; !ok {
+				v = nil // an author the entry knows nothing of
+			}
+		}
+	}
+	if v == nil {
+		rr, err := r.RankFacts(ctx, userID, read, authors, minID, since)
+		if err != nil {
+			return nil, err
+		}
+		posts = rr.Posts
+		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, expires: now.Add(rs.ViewerTTL)}
+		if rs.ViewerTTL > 0 {
+			s.rankCache.putViewer(userID, v, tok)
+		}
+	}
+	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
+
+	aff := make(map[int64]Affinity, len(v.follows))
+	for a, at := range v.follows {
+		aff[a] = Affinity{FollowedAt: at}
+	}
+	liked := make([]int64, 0, len(v.likes))
+	for _, l := range v.likes {
+		if l.PostID >= minID {
+			liked = append(liked, l.PostID)
+		}
+		if a, ok := aff[l.AuthorID]; ok && l.At >= sinceMS {
+			a.Likes += Decay(now.Sub(time.UnixMilli(l.At)), rs.AffinityHalfLife)
+			aff[l.AuthorID] = a
+		}
+	}
+	slices.Sort(liked)
+	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
+	items := make([]RankedItem, 0, len(ids))
+	for i, e := range entries {
+		c := RankCandidate{PostID: e.PostID, AuthorID: facts[i].author, Score: facts[i].created, Likes: facts[i].likes}
+		if !fresh[i] {
+			k, ok := slices.BinarySearchFunc(posts, e.PostID, func(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id) })
+			if !ok {
+				continue // deleted
+			}
+			c = posts[k]
+		}
+		_, c.LikedByViewer = slices.BinarySearch(liked, e.PostID)
+		score, f := rs.score(c, userID, aff[c.AuthorID], now)
+		items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
+	}
+	sortRanked(items)
 	return items, nil
 }
 

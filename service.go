@@ -64,6 +64,8 @@ type Service struct {
 
 	touched sync.Map // user id -> time.Time of this process's last Touch
 
+	rankCache rankCache // the ranked timeline's cache (rankfacts.go)
+
 	secretOnce sync.Once
 	key        []byte // Secret, or the process's random key
 }

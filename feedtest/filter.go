@@ -20,6 +20,7 @@ func TestFilters(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Affinity", func(t *testing.T) { testAffinity(t, open(t)) })
 	t.Run("FilteredFeeds", func(t *testing.T) { testFilteredFeeds(t, open(t)) })
 	t.Run("RankedScroll", func(t *testing.T) { testRankedScroll(t, open(t)) })
+	t.Run("RankCache", func(t *testing.T) { testRankCache(t, open(t)) })
 }
 
 func testMutedWords(t *testing.T, b *Backend) {

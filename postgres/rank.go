@@ -11,9 +11,65 @@ import (
 )
 
 var (
-	_ feed.RankStore     = (*DB)(nil)
-	_ feed.SnapshotStore = (*DB)(nil)
+	_ feed.RankStore      = (*DB)(nil)
+	_ feed.RankFactReader = (*DB)(nil)
+	_ feed.SnapshotStore  = (*DB)(nil)
 )
+
+// rankFactsQuery is RankFacts: one row per post read (kind 0: id, creation,
+// author, likes) among $2, per like of the viewer ($1) since $3 or of a
+// post from id $4 on (kind 1: post, liked_at, author) and per follow of the
+// viewer of an author of $5 or of the posts read (kind 2: author,
+// followed_at).
+const rankFactsQuery = `WITH c AS (SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($2))
+	SELECT 0, id, created_at, user_id, liked FROM c
+	UNION ALL SELECT 1, l.post_id, l.created_at, p.user_id, 0 FROM likes l JOIN posts p ON p.id = l.post_id
+		WHERE l.user_id = $1 AND (l.created_at >= $3 OR l.post_id >= $4)
+	UNION ALL SELECT 2, f.followee_id, f.created_at, 0, 0 FROM follows f
+		WHERE f.follower_id = $1 AND (f.followee_id = ANY($5) OR f.followee_id IN (SELECT user_id FROM c))`
+
+// RankFacts implements feed.RankFactReader with rankFactsQuery.
+func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
+	if ids == nil {
+		ids = []int64{}
+	}
+	if authors == nil {
+		authors = []int64{}
+	}
+	rows, err := db.Pool.Query(ctx, rankFactsQuery, viewerID, ids, since.UnixMilli(), minID, authors)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	rr := &feed.RankReads{Posts: make([]feed.RankCandidate, 0, len(ids)), Follows: make(map[int64]time.Time, len(authors))}
+	for _, a := range authors {
+		rr.Follows[a] = time.Time{}
+	}
+	var follows []feed.RankLike // author, followed at
+	for rows.Next() {
+		var kind, likes int
+		var id, at, author int64
+		if err := rows.Scan(&kind, &id, &at, &author, &likes); err != nil {
+			return nil, err
+		}
+		switch kind {
+		case 0:
+			rr.Posts = append(rr.Posts, feed.RankCandidate{PostID: id, Score: at, AuthorID: author, Likes: likes})
+			rr.Follows[author] = time.Time{}
+		case 1:
+			rr.Likes = append(rr.Likes, feed.RankLike{PostID: id, AuthorID: author, At: at})
+		default:
+			follows = append(follows, feed.RankLike{AuthorID: id, At: at})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range follows {
+		rr.Follows[f.AuthorID] = time.UnixMilli(f.At)
+	}
+	return rr, nil
+}
 
 // Candidates implements feed.RankStore: only what the model needs, by
 // primary key.

@@ -40,6 +40,34 @@ func BenchmarkRankInputs(b *testing.B) {
 	}
 }
 
+// BenchmarkRankFacts is the one statement of sqlite.DB.RankFacts for 150
+// candidates: cold, every post read (read=150), and warm, the posts known
+// to the ranked timeline's cache, only the viewer's likes and follows of
+// their authors read (read=0).
+func BenchmarkRankFacts(b *testing.B) {
+	w := openBenchWorld(b)
+	ids, now := rankIDs(w, 150), time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	var authors []int64
+	for _, p := range w.posts[len(w.posts)-150:] {
+		authors = append(authors, p.UserID)
+	}
+	slices.Sort(authors)
+	authors = slices.Compact(authors)
+	for _, read := range []int{150, 0} {
+		b.Run(fmt.Sprintf("read=%d", read), func(b *testing.B) {
+			as := authors
+			if read > 0 {
+				as = nil
+			}
+			for b.Loop() {
+				if _, err := w.db.RankFacts(b.Context(), w.viewer, ids[:read], as, slices.Min(ids), now.Add(-720*time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRankCandidatesAffinity is the same through the two statements
 // of feed.RankStore.
 func BenchmarkRankCandidatesAffinity(b *testing.B) {
@@ -64,7 +92,9 @@ func BenchmarkRankCandidatesAffinity(b *testing.B) {
 
 // BenchmarkRankedFirstPage is a first ranked page (snapshots in memory)
 // of 10 posts, of 150 and 300 candidates, and BenchmarkTimelineFirstPage a
-// first chronological one.
+// first chronological one. The ranked timeline's cache (rankCache) is
+// warm after the first page: BenchmarkRankedFirstPageCold starts each page
+// on a new Service, the cache empty.
 func BenchmarkRankedFirstPage(b *testing.B) {
 	w := openBenchWorld(b)
 	w.svc.Snapshots = &inmem.Snapshots{}
@@ -75,22 +105,49 @@ func BenchmarkRankedFirstPage(b *testing.B) {
 			rs := feed.DefaultRankSettings()
 			rs.Candidates = n
 			w.svc.Rank = &rs
+			cpu, n := cpuTime(), 0
 			for b.Loop() {
 				if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
 					b.Fatal(err)
 				}
+				n++
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
+		})
+	}
+}
+
+func BenchmarkRankedFirstPageCold(b *testing.B) {
+	w := openBenchWorld(b)
+	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	for _, ttl := range []time.Duration{0, time.Minute} {
+		b.Run(fmt.Sprintf("ttl=%v", ttl), func(b *testing.B) {
+			rs := feed.DefaultRankSettings()
+			rs.CountsTTL, rs.ViewerTTL = ttl, ttl
+			cpu, n := cpuTime(), 0
+			for b.Loop() {
+				n++
+				svc := &feed.Service{Users: w.db, Auth: w.db, Posts: w.db, Follows: w.db, Social: w.db, Outbox: w.svc.Outbox, Inbox: w.svc.Inbox,
+					Filters: w.db, Ranks: w.db, Snapshots: &inmem.Snapshots{}, Rank: &rs, Now: func() time.Time { return now }}
+				if _, err := svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 		})
 	}
 }
 
 func BenchmarkTimelineFirstPage(b *testing.B) {
 	w := openBenchWorld(b)
+	cpu, n := cpuTime(), 0
 	for b.Loop() {
 		if _, err := w.svc.Timeline(b.Context(), w.viewer, nil, 10); err != nil {
 			b.Fatal(err)
 		}
+		n++
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 }
 
 // BenchmarkInboxPageCandidates is the stream read of a first ranked page:

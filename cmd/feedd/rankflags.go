@@ -30,6 +30,8 @@ func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string
 	fs.StringVar(&c.rankSnapshots, "rank-snapshots", "auto", help("ranked timeline: where scrolls' orders are kept: auto (redis with --redis-url, else memory on SQLite, database on PostgreSQL), memory (this process only), database or redis", "FEED_RANK_SNAPSHOTS"))
 	fromEnv("rank-snapshots", "FEED_RANK_SNAPSHOTS")
 	dur(&r.SnapshotTTL, "rank-snapshot-ttl", "FEED_RANK_SNAPSHOT_TTL", d.SnapshotTTL, "ranked timeline: how long a scroll's order is kept")
+	dur(&r.CountsTTL, "rank-counts-ttl", "FEED_RANK_COUNTS_TTL", d.CountsTTL, "ranked timeline: how long this process reuses a candidate post's like count (likes through other processes show after at most this; 0: read on every first page)")
+	dur(&r.ViewerTTL, "rank-viewer-ttl", "FEED_RANK_VIEWER_TTL", d.ViewerTTL, "ranked timeline: how long this process reuses a viewer's likes and follows (those made through other processes show after at most this; 0: read on every first page)")
 	dur(&r.RecencyHalfLife, "rank-recency-half-life", "FEED_RANK_RECENCY_HALF_LIFE", d.RecencyHalfLife, "ranked timeline: half-life of the recency feature")
 	dur(&r.AffinityWindow, "rank-affinity-window", "FEED_RANK_AFFINITY_WINDOW", d.AffinityWindow, "ranked timeline: likes this recent count towards affinity")
 	dur(&r.AffinityHalfLife, "rank-affinity-half-life", "FEED_RANK_AFFINITY_HALF_LIFE", d.AffinityHalfLife, "ranked timeline: half-life of a like's weight in affinity")

@@ -1,0 +1,234 @@
+package feed
+
+import (
+	"sync"
+	"time"
+)
+
+// RankFactsKept bounds the posts, and RankViewersKept the viewers, that
+// the ranked timeline's caches hold (rankCache): past half of either, the
+// older half is dropped. A post costs about 100 bytes, a viewer about 40
+// bytes a like and a followed author.
+const (
+	RankFactsKept   = 1 << 16
+	RankViewersKept = 1 << 14
+)
+
+// RankReads is what RankFactReader.RankFacts reads for a first ranked page.
+type RankReads struct {
+	// Posts are the posts among those asked for that exist, with
+	// LikedByViewer false, in no particular order.
+	Posts []RankCandidate
+	// Likes are the viewer's likes made since `since` or of posts with ids
+	// of at least minID, of any author.
+	Likes []RankLike
+	// Follows holds, for each author asked about and each author of Posts,
+	// when the viewer started following them; zero when it does not.
+	Follows map[int64]time.Time
+}
+
+// RankLike is one of a viewer's likes.
+type RankLike struct {
+	PostID   int64
+	AuthorID int64
+	At       int64 // ms
+}
+
+// rankFact is what the ranked timeline keeps of one candidate post. The
+// author and the creation never change; the like count is reused until
+// fresh passes (RankSettings.CountsTTL), and only while epoch is the
+// cache's. An entry whose author is 0 knows nothing but inval: the last
+// invalidation of the post (rankCache.mark).
+type rankFact struct {
+	author  int64
+	created int64 // ms
+	likes   int
+	fresh   time.Time
+	epoch   uint64
+	inval   uint64
+}
+
+// rankViewer is what the ranked timeline keeps of one viewer: the likes
+// (all since `since` and all of posts from minID on) and the follows of the
+// authors in follows, read at once, until expires (RankSettings.ViewerTTL).
+type rankViewer struct {
+	likes   []RankLike
+	since   int64 // ms
+	minID   int64
+	follows map[int64]time.Time
+	expires time.Time // zero: an entry that holds only inval
+	inval   uint64    // the last invalidation of the viewer (rankCache.mark)
+}
+
+// covers reports whether v answers for a page's likes (since, minID) and
+// follows (authors) at now.
+func (v *rankViewer) covers(since, minID int64, authors []int64, now time.Time) bool {
+	if v == nil || !now.Before(v.expires) || since < v.since || minID < v.minID {
+		return false
+	}
+	for _, a := range authors {
+		if _, ok := v.follows[a]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// gen2 is a map bounded by keeping two generations: lookups promote from
+// old to cur, and cur becomes old when it reaches kept/2 entries: an
+// approximate LRU without a list. The zero value is ready to use.
+type gen2[V any] struct {
+	cur, old map[int64]V
+}
+
+func (g *gen2[V]) get(k int64, kept int) (V, bool) {
+	v, ok := g.cur[k]
+	if !ok {
+		if v, ok = g.old[k]; ok {
+			g.put(k, v, kept)
+		}
+	}
+	return v, ok
+}
+
+func (g *gen2[V]) put(k int64, v V, kept int) {
+	if g.cur == nil {
+		g.cur = make(map[int64]V, 256)
+	}
+	if len(g.cur) >= kept/2 {
+		g.old, g.cur = g.cur, make(map[int64]V, len(g.cur))
+	}
+	g.cur[k] = v
+}
+
+func (g *gen2[V]) delete(k int64) {
+	delete(g.cur, k)
+	delete(g.old, k)
+}
+
+// rankCache is the ranked timeline's per-process cache, so that a first
+// ranked page reads from the store only its inbox entries and what it has
+// not seen lately:
+//
+//   - of each candidate post, its author and creation (they never change)
+//     and its like count for CountsTTL;
+//   - of each viewer, their likes and follows for ViewerTTL.
+//
+// What this process changes it applies at once: a like or unlike marks the
+// post's count stale and the liker's entry; a follow or unfollow marks the
+// follower's; a block (which removes follows both ways and likes) marks
+// both users' and every count; a delete forgets the post. What other
+// processes change shows after at most the TTLs (and a deleted post's
+// likes count towards affinity until the viewer's entry expires). Whether
+// a post may be shown (deleted, blocked, muted, hidden) is never cached:
+// pages are filtered when read (rankViews).
+//
+// A read that raced a change must not store what it read before the
+// change: lookup returns a rankToken, every change takes a sequence number
+// and leaves it on the post's or viewer's entry (inval), and the puts keep
+// nothing for an entry changed after the token (nor counts of an older
+// epoch). So changes to other posts and viewers never spoil a read. The
+// zero value is ready to use.
+type rankCache struct {
+	mu      sync.Mutex
+	posts   gen2[rankFact]
+	viewers gen2[*rankViewer]
+	epoch   uint64 // counts from an older epoch are stale (blocked)
+	seq     uint64 // the last change's number
+}
+
+// rankToken is what lookup saw: the puts keep only what no later change
+// touched.
+type rankToken struct{ seq, epoch uint64 }
+
+// lookup fills facts[i] for each of ids whose facts are known, and
+// fresh[i] when its count is fresh at now. It returns the viewer's entry
+// (nil if none or only a mark) and the token to give the puts.
+func (c *rankCache) lookup(viewerID int64, ids []int64, now time.Time, facts []rankFact, fresh []bool) (*rankViewer, rankToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, id := range ids {
+		f, ok := c.posts.get(id, RankFactsKept)
+		ok = ok && f.author != 0
+		facts[i], fresh[i] = f, ok && f.epoch == c.epoch && now.Before(f.fresh)
+	}
+	v, _ := c.viewers.get(viewerID, RankViewersKept)
+	if v != nil && v.expires.IsZero() {
+		v = nil
+	}
+	return v, rankToken{c.seq, c.epoch}
+}
+
+// putPosts stores what the store returned of posts read since lookup
+// returned tok. The counts of posts changed since, or of an older epoch,
+// are kept stale (their read may predate the change); the facts all the
+// same.
+func (c *rankCache) putPosts(posts []RankCandidate, now time.Time, ttl time.Duration, tok rankToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range posts {
+		f := rankFact{author: r.AuthorID, created: r.Score, likes: r.Likes, fresh: now.Add(ttl), epoch: tok.epoch}
+		if old, ok := c.posts.get(r.PostID, RankFactsKept); ok {
+			f.inval = old.inval // kept, for reads older still
+			if old.inval > tok.seq {
+				f.fresh = time.Time{}
+			}
+		}
+		c.posts.put(r.PostID, f, RankFactsKept)
+	}
+}
+
+// putViewer stores v as viewerID's entry, unless the viewer changed since
+// lookup returned tok.
+func (c *rankCache) putViewer(viewerID int64, v *rankViewer, tok rankToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.viewers.get(viewerID, RankViewersKept); ok {
+		if old.inval > tok.seq {
+			return
+		}
+		v.inval = old.inval // kept, for reads older still
+	}
+	c.viewers.put(viewerID, v, RankViewersKept)
+}
+
+// markViewers marks the entries of users changed (c.mu held).
+func (c *rankCache) markViewers(users ...int64) {
+	c.seq++
+	for _, u := range users {
+		c.viewers.put(u, &rankViewer{inval: c.seq}, RankViewersKept)
+	}
+}
+
+// liked is told that userID liked or unliked post id.
+func (c *rankCache) liked(userID, id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markViewers(userID)
+	f, _ := c.posts.get(id, RankFactsKept)
+	f.fresh, f.inval = time.Time{}, c.seq
+	c.posts.put(id, f, RankFactsKept)
+}
+
+// followed is told that userID followed or unfollowed someone.
+func (c *rankCache) followed(userID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markViewers(userID)
+}
+
+// blocked is told of a block between users: follows and likes went, the
+// likes' counts with them.
+func (c *rankCache) blocked(users ...int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markViewers(users...)
+	c.epoch++
+}
+
+// forgetPost drops post id.
+func (c *rankCache) forgetPost(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.posts.delete(id)
+}

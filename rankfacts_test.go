@@ -1,0 +1,80 @@
+package feed
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRankCacheRace checks the rule of rankCache's puts: what a read saw
+// before a change to its post or viewer is not kept as fresh, even when a
+// later read stored meanwhile; a change to another post or viewer spoils
+// nothing.
+func TestRankCacheRace(t *testing.T) {
+	var c rankCache
+	now := time.UnixMilli(1_800_000_000_000)
+	post := func(id int64) []RankCandidate {
+		return []RankCandidate{{PostID: id, AuthorID: 9, Score: 1, Likes: 3}}
+	}
+	fresh := func(id int64) bool {
+		facts, fr := make([]rankFact, 1), make([]bool, 1)
+		c.lookup(1, []int64{id}, now, facts, fr)
+		return fr[0]
+	}
+	viewer := func(u int64) bool {
+		v, _ := c.lookup(u, nil, now, nil, nil)
+		return v != nil
+	}
+	entry := func() *rankViewer { return &rankViewer{expires: now.Add(time.Minute), follows: map[int64]time.Time{}} }
+
+	// Post 10: a read, then a like, then the read's put: stale.
+	_, tok := c.lookup(1, []int64{10}, now, make([]rankFact, 1), make([]bool, 1))
+	c.liked(2, 10)
+	c.putPosts(post(10), now, time.Minute, tok)
+	if fresh(10) {
+		t.Fatal("a count read before a like is fresh")
+	}
+	// A read after the like stores a fresh count; the older read then
+	// puts again: still the newer read's answer holds, but the older one
+	// must not refresh it.
+	_, tok2 := c.lookup(1, []int64{10}, now, make([]rankFact, 1), make([]bool, 1))
+	c.putPosts(post(10), now, time.Minute, tok2)
+	if !fresh(10) {
+		t.Fatal("a count read after the like is stale")
+	}
+	c.putPosts(post(10), now, time.Minute, tok)
+	if fresh(10) {
+		t.Fatal("a read from before the like made the count fresh again")
+	}
+	// A like of another post spoils nothing.
+	_, tok3 := c.lookup(1, []int64{11}, now, make([]rankFact, 1), make([]bool, 1))
+	c.liked(2, 12)
+	c.putPosts(post(11), now, time.Minute, tok3)
+	if !fresh(11) {
+		t.Fatal("a like of another post made post 11's count stale")
+	}
+
+	// Viewers: a read of 1, then 1 follows someone: not kept; a change to
+	// viewer 3 does not stop viewer 4's entry.
+	_, tok = c.lookup(1, nil, now, nil, nil)
+	c.followed(1)
+	c.putViewer(1, entry(), tok)
+	if viewer(1) {
+		t.Fatal("a viewer entry read before a follow was kept")
+	}
+	_, tok = c.lookup(1, nil, now, nil, nil)
+	c.putViewer(1, entry(), tok)
+	if !viewer(1) {
+		t.Fatal("a viewer entry read after the follow was not kept")
+	}
+	_, tok = c.lookup(4, nil, now, nil, nil)
+	c.followed(3)
+	c.putViewer(4, entry(), tok)
+	if !viewer(4) {
+		t.Fatal("a change to viewer 3 stopped viewer 4's entry")
+	}
+	// A block marks both viewers and every count.
+	c.blocked(4, 5)
+	if viewer(4) || fresh(11) {
+		t.Fatal("a block left viewer 4's entry or post 11's count")
+	}
+}
