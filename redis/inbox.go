@@ -223,8 +223,9 @@ func beforeArg(b feed.Bound) string {
 // next read triggers merges with it (Restore).
 //
 // The pipeline, on either layout, is written in RESP on connections of the
-// Inbox's own (wire.go) unless InboxOptions.NoWire is set or the client's Breaker is
-// open; when that path fails, the batch goes again through go-redis.
+// Inbox's own (wire.go) unless InboxOptions.NoWire is set or the client's
+// Breaker is open; when that path fails, the batch goes again through
+// go-redis.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
