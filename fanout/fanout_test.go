@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,7 +83,12 @@ func newWorld(t *testing.T, followers int) *world {
 
 func (w *world) queue(t *testing.T, ib feed.Inbox) *fanout.Queue[*sql.Tx] {
 	t.Helper()
-	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 4, PollInterval: 20 * time.Millisecond},
+	return w.queueWorkers(t, ib, 4)
+}
+
+func (w *world) queueWorkers(t *testing.T, ib feed.Inbox, workers int) *fanout.Queue[*sql.Tx] {
+	t.Helper()
+	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: workers, PollInterval: 20 * time.Millisecond},
 		&fanout.Deps{Follows: w.db, Users: w.db, Social: w.db, Outbox: &sqlite.Outbox{DB: w.db}, Inbox: ib, BatchSize: 50, SplitSize: 300})
 	if err != nil {
 		t.Fatal(err)
@@ -188,4 +194,55 @@ func TestFanoutResumesAfterCancel(t *testing.T) {
 	}
 	defer q2.Stop(ctx)
 	w.waitHolders(t, p.ID, 701)
+}
+
+// overlapInbox holds the first write of a full batch (batchSize followers)
+// until another write starts while it is under way, and records whether one
+// did.
+type overlapInbox struct {
+	feed.Inbox
+	batchSize  int
+	active     atomic.Int64
+	held       atomic.Bool
+	overlapped chan struct{}
+	once       sync.Once
+}
+
+func (o *overlapInbox) Deliver(ctx context.Context, e feed.Entry, ids []int64) error {
+	if o.active.Add(1) > 1 {
+		o.once.Do(func() { close(o.overlapped) })
+	}
+	defer o.active.Add(-1)
+	if len(ids) == o.batchSize && o.held.CompareAndSwap(false, true) {
+		// Not a timed assertion: the bound only ends the wait of a job
+		// that never starts a second write, and then the test fails.
+		select {
+		case <-o.overlapped:
+		case <-time.After(20 * time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return o.Inbox.Deliver(ctx, e, ids)
+}
+
+// TestFanoutBatchWritesOverlap: a batch job sends its next inbox write
+// while the previous one is still under way (one worker, so the two writes
+// are of one job), and the fan-out completes with every inbox written once.
+func TestFanoutBatchWritesOverlap(t *testing.T) {
+	w := newWorld(t, 700)
+	ib := &overlapInbox{Inbox: w.inbox, batchSize: 50, overlapped: make(chan struct{})}
+	q := w.queueWorkers(t, ib, 1)
+	ctx := context.Background()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop(ctx)
+	p := w.publish(t)
+	w.waitHolders(t, p.ID, 701)
+	select {
+	case <-ib.overlapped:
+	default:
+		t.Fatal("no inbox write started while another was under way: the batch job's writes are a chain")
+	}
 }

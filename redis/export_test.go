@@ -9,8 +9,9 @@ func WireFallbacks(ib *Inbox) int64 {
 	return ib.wire.fallbacks.Load()
 }
 
-// AppendedKeys are the inbox and outbox keys of id as the wire path builds
-// them.
-func AppendedKeys(prefix string, id int64) (inbox, outbox string) {
-	return string(appendInboxKey(nil, prefix, id)), string(appendOutboxKey(nil, prefix, id))
+// AppendedKeys are the inbox, packed body and outbox keys of id as the wire
+// path builds them.
+func AppendedKeys(prefix string, id int64) (inbox, body, outbox string) {
+	inbox = string(appendInboxKey(nil, prefix, id))
+	return inbox, inbox + bodySuffix, string(appendOutboxKey(nil, prefix, id))
 }

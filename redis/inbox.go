@@ -222,15 +222,18 @@ func beforeArg(b feed.Bound) string {
 // Delivering to a lost inbox writes the entry anyway: the rebuild that the
 // next read triggers merges with it (Restore).
 //
-// The pipeline is written in RESP on connections of the Inbox's own
-// (wire.go) unless InboxOptions.NoWire is set or the client's Breaker is
-// open; when that path fails, the batch goes again through go-redis.
+// The pipeline, on either layout, is written in RESP on connections of the
+// Inbox's own (wire.go) unless InboxOptions.NoWire is set or the client's
+// Breaker is open; when that path fails, the batch goes again through
+// go-redis.
 func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
 	if ib.layout == LayoutPacked {
-		return ib.deliverPacked(ctx, e, userIDs)
+		if err := checkPackable(e); err != nil {
+			return err
+		}
 	}
 	if ib.wire != nil && !breakerOpen(ib.rdb) {
 		err := ib.deliverWire(ctx, e, userIDs)
@@ -238,6 +241,9 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 			return err
 		}
 		ib.wire.fallbacks.Add(1)
+	}
+	if ib.layout == LayoutPacked {
+		return ib.deliverPacked(ctx, e, userIDs)
 	}
 	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
 	var trims []scriptCall

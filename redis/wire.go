@@ -16,8 +16,8 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// The fan-out's hot path: Deliver on sorted-set inboxes writes its pipeline
-// of ZADDs (and of the amortised trims' EVALSHAs) in RESP straight into
+// The fan-out's hot path: Deliver writes its pipeline of ZADDs (and of the
+// amortised trims' or compactions' EVALSHAs, by layout) in RESP straight into
 // connections of its own, one buffer per Redis node, and reads the integer
 // replies in place. go-redis spends ~12 allocations and most of its CPU per
 // pipelined command on building Cmd values, boxing arguments and parsing
@@ -44,6 +44,10 @@ import (
 
 // wireIdle is how long an idle connection of the wire path stays open.
 const wireIdle = time.Minute
+
+// bodySuffix ends a packed inbox's BodyKey after its head's key: the wire
+// path builds body keys from the head's key it has just built.
+const bodySuffix = ":packed"
 
 // wireMaxIdle is how many idle connections the wire path keeps per node.
 const wireMaxIdle = 16
@@ -82,15 +86,28 @@ type wireBatch struct {
 }
 
 // deliverWire sends one delivery batch (see Deliver) on the wire path: a
-// ZADD per user, and trimScript's EVALSHA for the users trimsOn picks.
+// ZADD per user, and for the users trimsOn picks the EVALSHA that Deliver
+// sends through go-redis: trimScript's on sorted-set inboxes,
+// compactScript's (head and body keys, cap, headMax) on packed ones.
 func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	// Every ZADD ends with the same score and member, every EVALSHA with
-	// the same cap: encoded once. Scores are integers (ms), written as
-	// go-redis writes their float64 (exact up to 2^53) and parsed by Redis
-	// to the same double.
+	// the same arguments: encoded once. Scores are integers (ms), written
+	// as go-redis writes their float64 (exact up to 2^53) and parsed by
+	// Redis to the same double.
 	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
 	z = appendBulkString(z, member(e.PostID))
-	trim := appendBulkString(nil, strconv.Itoa(ib.cap))
+	packed := ib.layout == LayoutPacked
+	var script, args []byte
+	if packed {
+		script = append([]byte("*7\r\n$7\r\nEVALSHA\r\n$40\r\n"), compactScript.Hash()...)
+		script = append(script, "\r\n$1\r\n2\r\n"...)
+		args = appendBulkString(nil, strconv.Itoa(ib.cap))
+		args = appendBulkString(args, strconv.Itoa(ib.headMaxArg()))
+	} else {
+		script = append([]byte("*5\r\n$7\r\nEVALSHA\r\n$40\r\n"), trimScript.Hash()...)
+		script = append(script, "\r\n$1\r\n1\r\n"...)
+		args = appendBulkString(nil, strconv.Itoa(ib.cap))
+	}
 	var key []byte
 	add := func(b *wireBatch, u int64) {
 		key = ib.appendKey(key[:0], ib.prefix, u)
@@ -99,11 +116,17 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 		b.buf = append(b.buf, z...)
 		b.n++
 		if trimsOn(e.PostID, u) {
-			b.buf = append(b.buf, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n"...)
-			b.buf = append(b.buf, trimScript.Hash()...)
-			b.buf = append(b.buf, "\r\n$1\r\n1\r\n"...)
+			b.buf = append(b.buf, script...)
 			b.buf = appendBulk(b.buf, key)
-			b.buf = append(b.buf, trim...)
+			if packed {
+				// BodyKey: the head's key and ":packed".
+				b.buf = append(b.buf, '$')
+				b.buf = strconv.AppendInt(b.buf, int64(len(key)+len(bodySuffix)), 10)
+				b.buf = append(b.buf, "\r\n"...)
+				b.buf = append(b.buf, key...)
+				b.buf = append(b.buf, bodySuffix+"\r\n"...)
+			}
+			b.buf = append(b.buf, args...)
 			b.n++
 		}
 	}

@@ -15,22 +15,29 @@ import (
 )
 
 // TestWireDeliver: deliveries written on the wire path (wire.go) leave every
-// inbox exactly as those sent through go-redis (InboxOptions.NoWire) do,
-// members, scores, ties and amortised trims included, on one node and on the
-// Cluster, and the wire path carried them all (no batch fell back).
+// inbox exactly as those sent through go-redis (InboxOptions.NoWire) do, on
+// each layout (a sorted set's members and scores; a packed inbox's head and
+// body, byte for byte), ties, amortised trims and compactions included, on
+// one node and on the Cluster, and the wire path carried them all (no batch
+// fell back).
 func TestWireDeliver(t *testing.T) {
-	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+	forEachServerLayout(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string), opts redis.InboxOptions) {
 		ctx := t.Context()
 		rdb, prefix := open(t)
 		const cap = 5
-		viaGo := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "go:", Cap: cap, Layout: redis.LayoutSortedSet, NoWire: true})
-		viaWire := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "wire:", Cap: cap, Layout: redis.LayoutSortedSet})
+		goOpts, wireOpts := withPrefix(opts, prefix+"go:", cap), withPrefix(opts, prefix+"wire:", cap)
+		goOpts.NoWire = true
+		viaGo, viaWire := redis.NewInbox(rdb, goOpts), redis.NewInbox(rdb, wireOpts)
 		if n := redis.WireFallbacks(viaWire); n != 0 {
 			t.Fatalf("wire path not in use on this client (fallbacks %d)", n)
 		}
 		users := make([]int64, 300)
 		for i := range users {
 			users[i] = int64(7*i + 1)
+			if i%2 == 0 { // built inboxes (with their sentinel) and fresh ones
+				mustDo(t, viaGo.Restore(ctx, users[i], nil), "Restore")
+				mustDo(t, viaWire.Restore(ctx, users[i], nil), "Restore")
+			}
 		}
 		for id := int64(1); id <= 80; id++ {
 			e := feed.Entry{PostID: id, Score: s0 + id/3} // ties of three posts
@@ -41,37 +48,61 @@ func TestWireDeliver(t *testing.T) {
 		if n := redis.WireFallbacks(viaWire); n != 0 {
 			t.Errorf("%d batches fell back to go-redis, want 0", n)
 		}
-		trimmed := 0
+		packed := opts.Layout == redis.LayoutPacked
+		trimmed, bodies := 0, 0
 		for _, u := range users {
 			want, err := rdb.ZRangeWithScores(ctx, redis.InboxKey(prefix+"go:", u), 0, -1).Result()
 			mustDo(t, err, "ZRANGE")
 			got, err := rdb.ZRangeWithScores(ctx, redis.InboxKey(prefix+"wire:", u), 0, -1).Result()
 			mustDo(t, err, "ZRANGE")
 			if len(got) != len(want) {
-				t.Fatalf("user %d: %d entries on the wire path, %d through go-redis", u, len(got), len(want))
+				t.Fatalf("user %d: %d head entries on the wire path, %d through go-redis", u, len(got), len(want))
 			}
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("user %d: entry %d is %v on the wire path, %v through go-redis", u, i, got[i], want[i])
 				}
 			}
-			if len(got) < 80-int(u%50) {
-				trimmed++
+			if !packed {
+				if len(got) < 80-int(u%50) {
+					trimmed++
+				}
+				continue
+			}
+			wantBody, err := rdb.Get(ctx, redis.BodyKey(prefix+"go:", u)).Result()
+			if err != nil && err != goredis.Nil {
+				t.Fatalf("GET body: %v", err)
+			}
+			gotBody, err := rdb.Get(ctx, redis.BodyKey(prefix+"wire:", u)).Result()
+			if err != nil && err != goredis.Nil {
+				t.Fatalf("GET body: %v", err)
+			}
+			if gotBody != wantBody {
+				t.Fatalf("user %d: body of %d bytes on the wire path, %d through go-redis, or different bytes", u, len(gotBody), len(wantBody))
+			}
+			if gotBody != "" {
+				bodies++
 			}
 		}
-		if trimmed == 0 {
+		if !packed && trimmed == 0 {
 			t.Error("no inbox was trimmed: the test does not exercise the trims")
+		}
+		if packed && bodies == 0 {
+			t.Error("no inbox has a body: the test does not exercise the compactions")
 		}
 	})
 }
 
-// TestWireKeys: the wire path builds the same keys as InboxKey and
+// TestWireKeys: the wire path builds the same keys as InboxKey, BodyKey and
 // OutboxKey.
 func TestWireKeys(t *testing.T) {
 	for _, id := range []int64{0, 7, 42, 1 << 40} {
-		inbox, outbox := redis.AppendedKeys("p:", id)
+		inbox, body, outbox := redis.AppendedKeys("p:", id)
 		if want := redis.InboxKey("p:", id); inbox != want {
 			t.Errorf("appended inbox key %q, want %q", inbox, want)
+		}
+		if want := redis.BodyKey("p:", id); body != want {
+			t.Errorf("appended body key %q, want %q", body, want)
 		}
 		if want := redis.OutboxKey("p:", id); outbox != want {
 			t.Errorf("appended outbox key %q, want %q", outbox, want)
