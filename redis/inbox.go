@@ -205,8 +205,9 @@ func beforeArg(b feed.Bound) string {
 //
 // Cap scheme: a trim on every delivery would cost a command per inbox (and
 // ZREMRANGEBYRANK would cut tie groups by member bytes). Instead each
-// delivery is a plain ZADD, and about one delivery in trimEvery also runs
-// trimScript on the inbox, which trims it exactly to Cap. Which deliveries
+// delivery is a plain ZADD, and about one delivery in trimEvery is instead
+// deliverTrimScript, which adds the entry and trims the inbox exactly to
+// Cap. Which deliveries
 // trim is a hash of (post id, user id): deterministic, so a retried fan-out
 // does the same, and spread, so one batch's trims are spread over the users
 // and one inbox's trims over the posts it receives, whatever pattern the
@@ -246,20 +247,22 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 		return ib.deliverPacked(ctx, e, userIDs)
 	}
 	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
+	args := []any{e.Score, z.Member, ib.cap}
 	var trims []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
 			key := ib.key(u)
-			p.ZAdd(ctx, key, z)
-			if trimsOn(e.PostID, u) {
-				c := scriptCall{keys: []string{key}, args: []any{ib.cap}}
-				c.cmd = trimScript.EvalSha(ctx, p, c.keys, c.args...)
-				trims = append(trims, c)
+			if !trimsOn(e.PostID, u) {
+				p.ZAdd(ctx, key, z)
+				continue
 			}
+			c := scriptCall{keys: []string{key}, args: args}
+			c.cmd = deliverTrimScript.EvalSha(ctx, p, c.keys, c.args...)
+			trims = append(trims, c)
 		}
 		return nil
 	})
-	return retryNoScript(ctx, ib.rdb, trimScript, cmds, err, trims)
+	return retryNoScript(ctx, ib.rdb, deliverTrimScript, cmds, err, trims)
 }
 
 // trimEvery is how many deliveries to an inbox there are per trim, on average.

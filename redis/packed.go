@@ -539,27 +539,28 @@ func (ib *Inbox) keys(userID int64) []string {
 }
 
 // deliverPacked is Deliver on a packed inbox: a ZADD to each head, and on
-// the deliveries trimsOn picks, compactScript too.
+// the deliveries trimsOn picks, deliverCompactScript instead (the ZADD and
+// the compaction in one call).
 func (ib *Inbox) deliverPacked(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if err := checkPackable(e); err != nil {
 		return err
 	}
 	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
-	headMax := ib.headMaxArg()
+	args := []any{e.Score, z.Member, ib.cap, ib.headMaxArg()}
 	var compacts []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
-			key := ib.key(u)
-			p.ZAdd(ctx, key, z)
-			if trimsOn(e.PostID, u) {
-				c := scriptCall{keys: ib.keys(u), args: []any{ib.cap, headMax}}
-				c.cmd = compactScript.EvalSha(ctx, p, c.keys, c.args...)
-				compacts = append(compacts, c)
+			if !trimsOn(e.PostID, u) {
+				p.ZAdd(ctx, ib.key(u), z)
+				continue
 			}
+			c := scriptCall{keys: ib.keys(u), args: args}
+			c.cmd = deliverCompactScript.EvalSha(ctx, p, c.keys, c.args...)
+			compacts = append(compacts, c)
 		}
 		return nil
 	})
-	return retryNoScript(ctx, ib.rdb, compactScript, cmds, err, compacts)
+	return retryNoScript(ctx, ib.rdb, deliverCompactScript, cmds, err, compacts)
 }
 
 // addPacked is Add and Restore on a packed inbox: one packedAddScript call.

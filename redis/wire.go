@@ -87,8 +87,8 @@ type wireBatch struct {
 
 // deliverWire sends one delivery batch (see Deliver) on the wire path: a
 // ZADD per user, and for the users trimsOn picks the EVALSHA that Deliver
-// sends through go-redis: trimScript's on sorted-set inboxes,
-// compactScript's (head and body keys, cap, headMax) on packed ones.
+// sends through go-redis instead: deliverTrimScript's on sorted-set inboxes,
+// deliverCompactScript's (head and body keys) on packed ones.
 func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	// Every ZADD ends with the same score and member, every EVALSHA with
 	// the same arguments: encoded once. Scores are integers (ms), written
@@ -97,38 +97,38 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
 	z = appendBulkString(z, member(e.PostID))
 	packed := ib.layout == LayoutPacked
-	var script, args []byte
+	args := append([]byte(nil), z...)
+	args = appendBulkString(args, strconv.Itoa(ib.cap))
+	var script []byte
 	if packed {
-		script = append([]byte("*7\r\n$7\r\nEVALSHA\r\n$40\r\n"), compactScript.Hash()...)
+		script = append([]byte("*9\r\n$7\r\nEVALSHA\r\n$40\r\n"), deliverCompactScript.Hash()...)
 		script = append(script, "\r\n$1\r\n2\r\n"...)
-		args = appendBulkString(nil, strconv.Itoa(ib.cap))
 		args = appendBulkString(args, strconv.Itoa(ib.headMaxArg()))
 	} else {
-		script = append([]byte("*5\r\n$7\r\nEVALSHA\r\n$40\r\n"), trimScript.Hash()...)
+		script = append([]byte("*7\r\n$7\r\nEVALSHA\r\n$40\r\n"), deliverTrimScript.Hash()...)
 		script = append(script, "\r\n$1\r\n1\r\n"...)
-		args = appendBulkString(nil, strconv.Itoa(ib.cap))
 	}
 	var key []byte
 	add := func(b *wireBatch, u int64) {
 		key = ib.appendKey(key[:0], ib.prefix, u)
-		b.buf = append(b.buf, "*4\r\n$4\r\nZADD\r\n"...)
-		b.buf = appendBulk(b.buf, key)
-		b.buf = append(b.buf, z...)
 		b.n++
-		if trimsOn(e.PostID, u) {
-			b.buf = append(b.buf, script...)
+		if !trimsOn(e.PostID, u) {
+			b.buf = append(b.buf, "*4\r\n$4\r\nZADD\r\n"...)
 			b.buf = appendBulk(b.buf, key)
-			if packed {
-				// BodyKey: the head's key and ":packed".
-				b.buf = append(b.buf, '$')
-				b.buf = strconv.AppendInt(b.buf, int64(len(key)+len(bodySuffix)), 10)
-				b.buf = append(b.buf, "\r\n"...)
-				b.buf = append(b.buf, key...)
-				b.buf = append(b.buf, bodySuffix+"\r\n"...)
-			}
-			b.buf = append(b.buf, args...)
-			b.n++
+			b.buf = append(b.buf, z...)
+			return
 		}
+		b.buf = append(b.buf, script...)
+		b.buf = appendBulk(b.buf, key)
+		if packed {
+			// BodyKey: the head's key and ":packed".
+			b.buf = append(b.buf, '$')
+			b.buf = strconv.AppendInt(b.buf, int64(len(key)+len(bodySuffix)), 10)
+			b.buf = append(b.buf, "\r\n"...)
+			b.buf = append(b.buf, key...)
+			b.buf = append(b.buf, bodySuffix+"\r\n"...)
+		}
+		b.buf = append(b.buf, args...)
 	}
 	switch c := ib.rdb.(type) {
 	case *goredis.Client:
