@@ -38,14 +38,20 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.Service.Authenticate(r.Context(), token(r))
 		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
-			}
-			s.fail(w, r, err)
+			s.failAuth(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, withUser(r, id))
 	})
+}
+
+// failAuth answers a request whose authentication failed with err, as
+// requireUser does.
+func (s *Server) failAuth(w http.ResponseWriter, r *http.Request, err error) {
+	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+		err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
+	}
+	s.fail(w, r, err)
 }
 
 // optionalUser identifies the caller when a valid token is sent, and lets
