@@ -92,13 +92,19 @@ func (s *Server) v1RequireUser(next http.Handler) http.Handler {
 		}
 		id, err := s.Service.Authenticate(r.Context(), tok)
 		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
-				err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
-			}
-			s.v1Fail(w, r, err)
+			s.v1FailAuth(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, withUser(r, id))
 	})
+}
+
+// v1FailAuth answers a request whose bearer token failed to authenticate
+// with err, as v1RequireUser does.
+func (s *Server) v1FailAuth(w http.ResponseWriter, r *http.Request, err error) {
+	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
+		err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
+	}
+	s.v1Fail(w, r, err)
 }
