@@ -34,7 +34,7 @@ type Service struct {
 	// round trip (ScrollFeedAs, TimelineAs); it must be the Auth and Inbox
 	// stores' own (redis.SessionPages). nil: two round trips.
 	SessionPages SessionPager
-	Codes   CodeSender
+	Codes        CodeSender
 	// Rates counts the abuse limits of Limits; nil: no limits (tests).
 	Rates  RateStore
 	Limits LoginLimits
