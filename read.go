@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 )
 
 // ErrInboxLost is returned by Inbox.Page when a user's inbox is not there:
@@ -72,6 +73,27 @@ type FeedViewer interface {
 	FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error)
 }
 
+// SessionPager reads a session and a page of an inbox in one round trip:
+// where Redis holds both (redis.SessionPages), a read names the inbox by
+// the user id its token claims (TokenUser) and sends both calls at once.
+type SessionPager interface {
+	// SessionPage is AuthStore.Session(tokenHash, now, ttl) and
+	// Inbox.Page(userID, b, offset, limit) in one round trip. The page
+	// belongs to the caller only when the session is live and its user is
+	// userID; otherwise the caller drops it unread.
+	SessionPage(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration, userID int64, b Bound, offset, limit int) SessionPage
+}
+
+// SessionPage is the reply of SessionPager.SessionPage: the session's user
+// (or its error, EUNAUTHORIZED when there is no live session in that store)
+// and the page (or its error, ErrInboxLost as Inbox.Page).
+type SessionPage struct {
+	UserID     int64
+	SessionErr error
+	Entries    []Entry
+	PageErr    error
+}
+
 // PostView is a post hydrated for one viewer.
 type PostView struct {
 	*Post
@@ -104,16 +126,48 @@ type Scroll struct {
 // deleted are skipped, and a page whose every entry was skipped moves on to
 // the next entries instead of ending the scroll.
 func (s *Service) ScrollFeed(ctx context.Context, userID int64, c ScrollCursor, size int) (*Scroll, error) {
-	if err := c.Validate(); err != nil {
+	if err := validScroll(c, size); err != nil {
 		return nil, err
 	}
-	if err := ValidPageSize(size); err != nil {
-		return nil, err
+	return s.scroll(ctx, userID, c, size, nil)
+}
+
+// ScrollFeedAs is Authenticate(token) and then ScrollFeed for the caller,
+// whose id it returns. Where SessionPages is set and the token names its
+// user (TokenUser), the session and the first inbox page are read in one
+// round trip; the page is used only once the session proved to be that
+// user's. EUNAUTHORIZED as Authenticate (before any error of the cursor).
+func (s *Service) ScrollFeedAs(ctx context.Context, token string, c ScrollCursor, size int) (int64, *Scroll, error) {
+	if err := validScroll(c, size); err != nil {
+		id, aerr := s.Authenticate(ctx, token)
+		if aerr != nil {
+			return 0, nil, aerr
+		}
+		return id, nil, err
 	}
 	if size == 0 {
 		size = s.pageSize()
 	}
-	views, next, more, err := s.readPages(ctx, userID, scrollPosition(c), size, false)
+	id, first, err := s.authenticatedPage(ctx, token, scrollPosition(c), size)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := s.scroll(ctx, id, c, size, first)
+	return id, page, err
+}
+
+func validScroll(c ScrollCursor, size int) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return ValidPageSize(size)
+}
+
+func (s *Service) scroll(ctx context.Context, userID int64, c ScrollCursor, size int, first *firstPage) (*Scroll, error) {
+	if size == 0 {
+		size = s.pageSize()
+	}
+	views, next, more, err := s.readPages(ctx, userID, scrollPosition(c), size, false, first)
 	if err != nil || (len(views) == 0 && !more) {
 		return nil, err
 	}
@@ -135,7 +189,32 @@ func (s *Service) Timeline(ctx context.Context, userID int64, after *Cursor, lim
 	if err != nil {
 		return nil, err
 	}
-	views, next, more, err := s.readPages(ctx, userID, keysetPosition(after), limit, true)
+	return s.timeline(ctx, userID, after, limit, nil)
+}
+
+// TimelineAs is Authenticate(token) and then Timeline for the caller, whose
+// id it returns, in one round trip for the session and the first inbox page
+// as ScrollFeedAs. EUNAUTHORIZED as Authenticate (before any error of the
+// limit).
+func (s *Service) TimelineAs(ctx context.Context, token string, after *Cursor, limit int) (int64, *Page, error) {
+	limit, err := TimelineLimit(limit)
+	if err != nil {
+		id, aerr := s.Authenticate(ctx, token)
+		if aerr != nil {
+			return 0, nil, aerr
+		}
+		return id, nil, err
+	}
+	id, first, err := s.authenticatedPage(ctx, token, keysetPosition(after), limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := s.timeline(ctx, id, after, limit, first)
+	return id, page, err
+}
+
+func (s *Service) timeline(ctx context.Context, userID int64, after *Cursor, limit int, first *firstPage) (*Page, error) {
+	views, next, more, err := s.readPages(ctx, userID, keysetPosition(after), limit, true, first)
 	if err != nil {
 		return nil, err
 	}
@@ -146,19 +225,72 @@ func (s *Service) Timeline(ctx context.Context, userID int64, after *Cursor, lim
 	return page, nil
 }
 
+// firstPage is what authenticatedPage read ahead for the first page of
+// readPages: the pull-mode followees and the inbox page of that shape.
+type firstPage struct {
+	pulls   []int64
+	b       Bound
+	skip, n int
+	entries []Entry
+	err     error
+}
+
+// authenticatedPage authenticates token as Authenticate does and, when it
+// can, reads the first inbox page of readPages(at, n) in the same round trip
+// as the session (SessionPages). The order is the one mergedPage keeps: the
+// pull-mode followees first (of the user the token claims; nothing of it
+// leaves this function unless the session proves the claim), then the
+// inbox. It returns the caller's id and the page read ahead, or a nil page
+// when none was (the caller then reads as usual).
+func (s *Service) authenticatedPage(ctx context.Context, token string, at position, n int) (int64, *firstPage, error) {
+	claimed, ok := TokenUser(token)
+	if !ok || s.SessionPages == nil {
+		id, err := s.Authenticate(ctx, token)
+		return id, nil, err
+	}
+	pulls, err := s.Social.PullFollowees(ctx, claimed)
+	if err != nil {
+		id, err := s.Authenticate(ctx, token) // the page read reports the store's error
+		return id, nil, err
+	}
+	first := &firstPage{pulls: pulls, b: at.b, skip: at.skip, n: n}
+	if len(pulls) > 0 {
+		first.skip, first.n = 0, at.skip+n // mergedPage's shape
+	}
+	r := s.SessionPages.SessionPage(ctx, HashSecret(token), s.now(), SessionTTL, claimed, first.b, first.skip, first.n)
+	if r.SessionErr != nil || r.UserID != claimed {
+		// No live session in Redis (the durable store may hold it), Redis
+		// unreachable, or a claim the session denies: Authenticate decides,
+		// and the page read ahead is dropped.
+		id, err := s.Authenticate(ctx, token)
+		return id, nil, err
+	}
+	regenerated, err := s.touch(ctx, claimed)
+	if err != nil {
+		return 0, nil, err
+	}
+	if regenerated {
+		return claimed, nil, nil // the page read ahead predates the new inbox
+	}
+	first.entries, first.err = r.Entries, r.PageErr
+	return claimed, first, nil
+}
+
 // readPages is the one page loop of both cursors. It reads userID's stream
 // from at, n entries at a time, hydrating each read and skipping entries
 // whose post is gone, until it holds n views (fill) or any view (!fill),
 // the stream ends, or maxEmptyPages reads were made. It returns the views,
 // the position after the last entry read, and whether entries may follow.
-func (s *Service) readPages(ctx context.Context, userID int64, at position, n int, fill bool) ([]PostView, position, bool, error) {
+// first, when not nil, is the first read made ahead (authenticatedPage).
+func (s *Service) readPages(ctx context.Context, userID int64, at position, n int, fill bool, first *firstPage) ([]PostView, position, bool, error) {
 	views := []PostView{}
 	for range maxEmptyPages {
 		want := n
 		if fill {
 			want = n - len(views)
 		}
-		entries, err := s.streamPage(ctx, userID, at.b, at.skip, want)
+		entries, err := s.streamPageAhead(ctx, userID, at.b, at.skip, want, first)
+		first = nil
 		if err != nil {
 			return nil, at, false, err
 		}
@@ -194,7 +326,14 @@ type errStoreDown struct{ error }
 // from the database instead (FeedEntries: every followee's posts, same
 // order and cursor), so the feed degrades instead of failing.
 func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
-	es, err := s.mergedPage(ctx, userID, b, offset, limit)
+	return s.streamPageAhead(ctx, userID, b, offset, limit, nil)
+}
+
+// streamPageAhead is streamPage; first, when not nil, holds the pull-mode
+// followees and the inbox page read ahead (authenticatedPage), used in
+// place of reading them again.
+func (s *Service) streamPageAhead(ctx context.Context, userID int64, b Bound, offset, limit int, first *firstPage) ([]Entry, error) {
+	es, err := s.mergedPage(ctx, userID, b, offset, limit, first)
 	var down errStoreDown
 	if errors.As(err, &down) && ctx.Err() == nil {
 		s.log().Warn("inbox store unavailable; feed served from the database", "user_id", userID, "error", down.error)
@@ -204,15 +343,20 @@ func (s *Service) streamPage(ctx context.Context, userID int64, b Bound, offset,
 	return es, err
 }
 
-func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error) {
-	pulls, err := s.Social.PullFollowees(ctx, userID)
-	if err != nil {
-		return nil, err
+func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset, limit int, first *firstPage) ([]Entry, error) {
+	var pulls []int64
+	if first != nil {
+		pulls = first.pulls
+	} else {
+		var err error
+		if pulls, err = s.Social.PullFollowees(ctx, userID); err != nil {
+			return nil, err
+		}
 	}
 	if len(pulls) == 0 {
-		return s.inboxPage(ctx, userID, nil, b, offset, limit)
+		return s.inboxPage(ctx, userID, nil, b, offset, limit, first)
 	}
-	in, err := s.inboxPage(ctx, userID, pulls, b, 0, offset+limit)
+	in, err := s.inboxPage(ctx, userID, pulls, b, 0, offset+limit, first)
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +381,15 @@ func MergeEntries(lists ...[]Entry) []Entry {
 // inboxPage reads a page of userID's inbox, rebuilding it first from the
 // source of truth when it is lost. pulls are the pull-mode authors userID
 // follows, which a rebuild leaves out (their posts are merged at read time).
-func (s *Service) inboxPage(ctx context.Context, userID int64, pulls []int64, b Bound, skip, size int) ([]Entry, error) {
-	entries, err := s.Inbox.Page(ctx, userID, b, skip, size)
+// ahead, when it is that very read made ahead, is used instead of reading.
+func (s *Service) inboxPage(ctx context.Context, userID int64, pulls []int64, b Bound, skip, size int, ahead *firstPage) ([]Entry, error) {
+	var entries []Entry
+	var err error
+	if ahead != nil && ahead.b == b && ahead.skip == skip && ahead.n == size {
+		entries, err = ahead.entries, ahead.err
+	} else {
+		entries, err = s.Inbox.Page(ctx, userID, b, skip, size)
+	}
 	if errors.Is(err, ErrInboxLost) {
 		if err = s.rebuild(ctx, userID, pulls); err == nil {
 			entries, err = s.Inbox.Page(ctx, userID, b, skip, size)

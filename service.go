@@ -30,7 +30,11 @@ type Service struct {
 	Social  SocialStore
 	Inbox   Inbox
 	Outbox  Outbox
-	Codes   CodeSender
+	// SessionPages, when set, reads a session and an inbox page in one
+	// round trip (ScrollFeedAs, TimelineAs); it must be the Auth and Inbox
+	// stores' own (redis.SessionPages). nil: two round trips.
+	SessionPages SessionPager
+	Codes        CodeSender
 	// Rates counts the abuse limits of Limits; nil: no limits (tests).
 	Rates  RateStore
 	Limits LoginLimits

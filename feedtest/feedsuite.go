@@ -3,6 +3,7 @@ package feedtest
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,7 +34,7 @@ func (noCodes) SendCode(context.Context, string, string, time.Time) error { retu
 func newService(b *Backend, clock *atomic.Int64) *feed.Service {
 	return &feed.Service{
 		Users: b.Users, Auth: b.Auth, Posts: b.Posts, Follows: b.Follows, Social: b.Social,
-		Inbox: b.Inbox, Outbox: b.Outbox, Codes: noCodes{},
+		Inbox: b.Inbox, Outbox: b.Outbox, Codes: noCodes{}, SessionPages: b.SessionPages,
 		Filters: b.Filters, Ranks: b.Ranks, Snapshots: b.Snapshots,
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) },
 	}
@@ -296,8 +297,37 @@ type scroller struct {
 	between func(lastID int64, seen []feed.Entry) error
 	maxReq  int
 
+	// token, when set, is a session token of viewer: every other request
+	// then goes through ScrollFeedAs with it, which must read the same
+	// pages as ScrollFeed.
+	token string
+
 	seen                       []feed.Entry
 	requests, empties, carries int
+}
+
+// newSession returns a session token of viewer, live for a day of the
+// service's clock.
+func newSession(t testing.TB, svc *feed.Service, viewer int64) string {
+	t.Helper()
+	tok, err := feed.NewSessionToken(viewer, crand.Reader)
+	must(t, err, "NewSessionToken")
+	now := svc.Now()
+	must(t, svc.Auth.CreateSession(context.Background(), feed.HashSecret(tok), viewer, now, now.Add(24*time.Hour)), "CreateSession")
+	return tok
+}
+
+// page is one request of the scroll: ScrollFeed, or ScrollFeedAs with the
+// token on every other request.
+func (s *scroller) page(ctx context.Context, c feed.ScrollCursor, size int) (*feed.Scroll, error) {
+	if s.token == "" || s.requests%2 == 0 {
+		return s.svc.ScrollFeed(ctx, s.viewer, c, size)
+	}
+	id, res, err := s.svc.ScrollFeedAs(ctx, s.token, c, size)
+	if err == nil && id != s.viewer {
+		return nil, fmt.Errorf("ScrollFeedAs with viewer %d's token authenticated user %d", s.viewer, id)
+	}
+	return res, err
 }
 
 func (s *scroller) run(ctx context.Context) error {
@@ -307,7 +337,7 @@ func (s *scroller) run(ctx context.Context) error {
 			return fmt.Errorf("the scroll did not end after %d requests (cursor %d, %d)", s.maxReq, lastID, offset)
 		}
 		size := s.sizes()
-		res, err := s.svc.ScrollFeed(ctx, s.viewer, feed.ScrollCursor{LastID: lastID, Offset: offset}, size)
+		res, err := s.page(ctx, feed.ScrollCursor{LastID: lastID, Offset: offset}, size)
 		if err != nil {
 			return fmt.Errorf("ScrollFeed(%d, %d, %d): %w", lastID, offset, size, err)
 		}
@@ -411,7 +441,7 @@ func (w *world) scroll(viewer int64, o scrollOpts) *scroller {
 		}
 	}
 	s := &scroller{
-		svc: w.svc, viewer: viewer, start: start, sizes: o.sizes,
+		svc: w.svc, viewer: viewer, start: start, sizes: o.sizes, token: newSession(w.t, w.svc, viewer),
 		post: func(id int64) *feed.Post {
 			if !inWant[id] || w.deleted[id] {
 				return nil
@@ -570,6 +600,7 @@ func testScrollConcurrent(t *testing.T, b *Backend) {
 		sizes := rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
 		s := &scroller{
 			svc: w.svc, viewer: viewer, start: start, sizes: anySize(sizes), maxReq: len(w.order) + 100,
+			token: newSession(t, w.svc, viewer),
 			post: func(id int64) *feed.Post {
 				if !inWant[id] {
 					return nil

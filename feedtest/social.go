@@ -31,6 +31,8 @@ func TestSocial(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Blocks", func(t *testing.T) { testBlocks(t, o(t)) })
 	t.Run("Lists", func(t *testing.T) { testSocialLists(t, o(t)) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, o(t)) })
+	t.Run("PullFollowees", func(t *testing.T) { testPullFollowees(t, o(t)) })
+	t.Run("PullConcurrent", func(t *testing.T) { testPullConcurrent(t, o(t)) })
 	t.Run("Touch", func(t *testing.T) { testTouch(t, o(t)) })
 	t.Run("ActiveFollowersAfter", func(t *testing.T) { testActiveFollowers(t, o(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testSocialConcurrent(t, o(t)) })

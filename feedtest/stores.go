@@ -26,6 +26,10 @@ type Backend struct {
 	Filters   feed.FilterStore
 	Ranks     feed.RankStore
 	Snapshots feed.SnapshotStore
+	// SessionPages, when not nil, is the store that reads a session and an
+	// inbox page in one round trip (feed.Service.SessionPages); the feed
+	// suites then scroll through it too (ScrollFeedAs).
+	SessionPages feed.SessionPager
 	// Jobs returns the jobs that the stores enqueued in their transactions
 	// since the last call, and forgets them.
 	Jobs func() []feed.Job

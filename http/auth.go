@@ -38,14 +38,20 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.Service.Authenticate(r.Context(), token(r))
 		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
-			}
-			s.fail(w, r, err)
+			s.failAuth(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, withUser(r, id))
 	})
+}
+
+// failAuth answers a request whose authentication failed with err, as
+// requireUser does.
+func (s *Server) failAuth(w http.ResponseWriter, r *http.Request, err error) {
+	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+		err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
+	}
+	s.fail(w, r, err)
 }
 
 // optionalUser identifies the caller when a valid token is sent, and lets
@@ -86,13 +92,19 @@ func (s *Server) v1RequireUser(next http.Handler) http.Handler {
 		}
 		id, err := s.Service.Authenticate(r.Context(), tok)
 		if err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
-				err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
-			}
-			s.v1Fail(w, r, err)
+			s.v1FailAuth(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, withUser(r, id))
 	})
+}
+
+// v1FailAuth answers a request whose bearer token failed to authenticate
+// with err, as v1RequireUser does.
+func (s *Server) v1FailAuth(w http.ResponseWriter, r *http.Request, err error) {
+	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
+		err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
+	}
+	s.v1Fail(w, r, err)
 }

@@ -256,14 +256,25 @@ func (s *Server) handleHot() http.Handler {
 	})
 }
 
+// handleFollowFeed authenticates the request itself, as requireUser would
+// (ScrollFeedAs: the session and the first inbox page in one round trip).
 func (s *Server) handleFollowFeed() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur, size, err := scrollQuery(r)
 		if err != nil {
-			s.fail(w, r, err)
+			if _, aerr := s.Service.Authenticate(r.Context(), token(r)); aerr != nil {
+				s.failAuth(w, r, aerr)
+			} else {
+				s.fail(w, r, err)
+			}
 			return
 		}
-		page, err := s.Service.ScrollFeed(r.Context(), userID(r), cur, size)
+		id, page, err := s.Service.ScrollFeedAs(r.Context(), token(r), cur, size)
+		if id == 0 && err != nil {
+			s.failAuth(w, r, err)
+			return
+		}
+		r = withUser(r, id)
 		if err != nil {
 			s.fail(w, r, err)
 			return

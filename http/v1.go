@@ -392,7 +392,39 @@ func (s *Server) v1Likers() http.Handler {
 // v1Timeline serves a page of the caller's follow feed under the opaque
 // keyset cursor, with the next page's URL in a Link header; with
 // order=ranked, the ranked timeline (rank.go).
+//
+// It authenticates the request itself, as v1RequireUser would: a valid
+// chronological request is served by TimelineAs (the session and the first
+// inbox page in one round trip), any other goes through v1RequireUser.
 func (s *Server) v1Timeline() http.Handler {
+	authed := s.v1RequireUser(s.v1TimelineOf(func(r *http.Request, after *feed.Cursor, limit int) (int64, *feed.Page, error) {
+		page, err := s.Service.Timeline(r.Context(), userID(r), after, limit)
+		return userID(r), page, err
+	}))
+	direct := s.v1TimelineOf(func(r *http.Request, after *feed.Cursor, limit int) (int64, *feed.Page, error) {
+		tok, _ := bearer(r)
+		return s.Service.TimelineAs(r.Context(), tok, after, limit)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := bearer(r)
+		limit, err := queryLimit(r, feed.MaxTimelineLimit)
+		if err == nil {
+			_, err = feed.TimelineLimit(limit)
+		}
+		ranked, _, oerr := timelineOrder(r)
+		_, cerr := queryCursor(r)
+		if tok == "" || ranked || cmp.Or(err, oerr, cerr) != nil {
+			authed.ServeHTTP(w, r) // refusals keep their order: the token first
+			return
+		}
+		direct.ServeHTTP(w, r)
+	})
+}
+
+// v1TimelineOf is the handler of GET /v1/timeline reading the
+// chronological page with read, which returns the caller's id too (0 when
+// the request failed to authenticate).
+func (s *Server) v1TimelineOf(read func(r *http.Request, after *feed.Cursor, limit int) (int64, *feed.Page, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit, err := queryLimit(r, feed.MaxTimelineLimit)
 		if err == nil {
@@ -412,7 +444,12 @@ func (s *Server) v1Timeline() http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		page, err := s.Service.Timeline(r.Context(), userID(r), after, limit)
+		id, page, err := read(r, after, limit)
+		if id == 0 && err != nil {
+			s.v1FailAuth(w, r, err)
+			return
+		}
+		r = withUser(r, id)
 		if err != nil {
 			s.v1Fail(w, r, err)
 			return

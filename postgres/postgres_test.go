@@ -535,3 +535,54 @@ func TestDeliverConcurrentCap(t *testing.T) {
 		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, feed.InboxSlack(cap))
 	}
 }
+
+// A database created before 004_follows_pull.sql flags the follows of the
+// authors already out of push mode, so PullFollowees answers as before.
+func TestMigrateFollowsPull(t *testing.T) {
+	ctx := t.Context()
+	url := testenv.PostgresURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("migrations/*.sql")
+	for _, f := range files {
+		if f >= "migrations/004" {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2);
+		INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for v, want := range map[int64][]int64{1: {3, 4}, 2: {3}, 3: nil, 4: nil} {
+		if got, err := db.PullFollowees(ctx, v); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("PullFollowees(%d) after the migration = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if err := db.SetMode(ctx, 3, feed.PushMode); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.PullFollowees(ctx, 1); err != nil || !slices.Equal(got, []int64{4}) {
+		t.Fatalf("PullFollowees(1) after SetMode(3, push) = %v, %v; want [4]", got, err)
+	}
+}

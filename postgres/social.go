@@ -126,27 +126,41 @@ func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (m
 	return out, err
 }
 
-// PullFollowees implements feed.SocialStore. The planner can start from the
-// viewer's follows or from the few authors not in push mode (users_pull).
+// PullFollowees implements feed.SocialStore: the viewer's follows flagged
+// pull (follows.pull, kept in step with the followee's mode by SetFollow and
+// SetMode), from the partial index follows_pull that holds only them, so a
+// viewer who follows nobody in pull mode costs one probe that finds nothing.
 func (db *DB) PullFollowees(ctx context.Context, viewerID int64) ([]int64, error) {
-	return scanIDs(db.Pool.Query(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
-		WHERE f.follower_id = $1 AND u.mode <> 0 ORDER BY f.followee_id`, viewerID))
+	return scanIDs(db.Pool.Query(ctx, `SELECT followee_id FROM follows
+		WHERE follower_id = $1 AND pull ORDER BY followee_id`, viewerID))
 }
 
 // SetMode implements feed.SocialStore. ENOTFOUND if authorID does not exist,
 // EINVALID for a mode feed does not define.
+//
+// The flag of every follow of the author (follows.pull) is rewritten in the
+// same transaction, so PullFollowees is exact at every commit. The UPDATE of
+// the author's row comes first and takes the lock SetFollow and SetBlock
+// take (lockPair): a follow of the author either commits before it (and the
+// second statement, with a snapshot of its own, sees the row) or waits and
+// then reads the new mode. A change between push and a pull mode costs one
+// write per follower (entering pull mode happens once per author, at
+// --pull-threshold followers).
 func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error {
 	if err := validMode(mode); err != nil {
 		return err
 	}
-	tag, err := db.Pool.Exec(ctx, `UPDATE users SET mode = $1 WHERE id = $2`, int16(mode), authorID)
-	if err != nil {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE users SET mode = $1 WHERE id = $2`, int16(mode), authorID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return feed.ErrNotFound("user")
+		}
+		_, err = tx.Exec(ctx, `UPDATE follows SET pull = $1 WHERE followee_id = $2 AND pull <> $1`, mode != feed.PushMode, authorID)
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return feed.ErrNotFound("user")
-	}
-	return nil
+	})
 }
 
 func validMode(m feed.Mode) error {

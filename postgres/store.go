@@ -431,8 +431,10 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 			} else if blocked {
 				return errFollowBlocked
 			}
-			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES ($1, $2, $3)
-				ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
+			// pull copies the followee's mode, read under lockPair's lock
+			// (follows.pull, 004_follows_pull.sql).
+			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+				SELECT $1, $2, $3, mode <> 0 FROM users WHERE id = $2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
 		} else {
 			delta = -1
 			tag, err = tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, followerID, followeeID)

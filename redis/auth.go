@@ -201,9 +201,7 @@ const durableSlack = 5 * time.Minute
 // returns the user of a live session and slides its expiry to now+ttl.
 // EUNAUTHORIZED when there is no live session.
 func (s *AuthStore) Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error) {
-	key := SessionKey(s.prefix, tokenHash)
-	res, err := sessionScript.Run(ctx, s.rdb, []string{key},
-		now.UnixMilli(), now.Add(ttl).UnixMilli(), sessionSlack.Milliseconds(), (ttl + gcGrace).Milliseconds()).StringSlice()
+	res, err := sessionScript.Run(ctx, s.rdb, []string{SessionKey(s.prefix, tokenHash)}, sessionArgs(now, ttl)...).StringSlice()
 	switch {
 	case errors.Is(err, goredis.Nil) && s.Durable != nil:
 		// Not in Redis: logged out, expired, or lost from the cache.
@@ -212,10 +210,27 @@ func (s *AuthStore) Session(ctx context.Context, tokenHash string, now time.Time
 			s.cacheSession(ctx, tokenHash, id, now.Add(ttl))
 		}
 		return id, err
-	case errors.Is(err, goredis.Nil):
-		return 0, feed.Errorf(feed.EUNAUTHORIZED, "login required")
-	case err != nil && s.Durable != nil && ctx.Err() == nil:
+	case err != nil && !errors.Is(err, goredis.Nil) && s.Durable != nil && ctx.Err() == nil:
 		return s.Durable.Session(ctx, tokenHash, now, ttl) // Redis unreachable
+	}
+	return s.sessionReply(ctx, tokenHash, now, ttl, res, err)
+}
+
+// sessionArgs are sessionScript's ARGV for a read at now sliding to now+ttl.
+func sessionArgs(now time.Time, ttl time.Duration) []any {
+	return []any{now.UnixMilli(), now.Add(ttl).UnixMilli(), sessionSlack.Milliseconds(), (ttl + gcGrace).Milliseconds()}
+}
+
+// errNoSession is the refusal of a token without a live session.
+var errNoSession = feed.Errorf(feed.EUNAUTHORIZED, "login required")
+
+// sessionReply finishes a read of sessionScript whose reply (or error) is
+// res: the user id of a live session (EUNAUTHORIZED when there is none in
+// Redis), after extending the durable copy's expiry when it is due.
+func (s *AuthStore) sessionReply(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration, res []string, err error) (int64, error) {
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return 0, errNoSession
 	case err != nil:
 		return 0, err
 	case len(res) != 2:
@@ -230,11 +245,11 @@ func (s *AuthStore) Session(ctx context.Context, tokenHash string, now time.Time
 		if next := now.Add(ttl).UnixMilli(); next-durable >= durableSlack.Milliseconds() {
 			if _, err := s.Durable.Session(ctx, tokenHash, now, ttl); err != nil {
 				if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-					s.rdb.Del(ctx, key) // ended elsewhere
+					s.rdb.Del(ctx, SessionKey(s.prefix, tokenHash)) // ended elsewhere
 				}
 				return 0, err
 			}
-			s.rdb.HSet(ctx, key, "durable", next)
+			s.rdb.HSet(ctx, SessionKey(s.prefix, tokenHash), "durable", next)
 		}
 	}
 	return id, nil

@@ -351,20 +351,37 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, l
 	if offset < 0 || limit <= 0 {
 		return []feed.Entry{}, nil
 	}
+	script, keys, args := ib.pageCall(userID, b, offset+limit)
+	res, err := script.Run(ctx, ib.rdb, keys, args...).Slice()
+	return ib.pageReply(userID, b, offset, limit, res, err)
+}
+
+// pageCall is the script call that reads the first n entries of userID's
+// inbox within b: pageScript, or packedPageScript on a packed inbox.
+func (ib *Inbox) pageCall(userID int64, b feed.Bound, n int) (*goredis.Script, []string, []any) {
 	if ib.layout == LayoutPacked {
-		return ib.pagePacked(ctx, userID, b, offset, limit)
+		return packedPageScript, ib.keys(userID), append([]any{b.Max, n, sentinel, beforeArg(b)}, boundArgs(b)...)
 	}
-	n := offset + limit
-	res, err := pageScript.Run(ctx, ib.rdb, []string{ib.key(userID)}, b.Max, n, sentinel, beforeArg(b)).Slice()
+	return pageScript, []string{ib.key(userID)}, []any{b.Max, n, sentinel, beforeArg(b)}
+}
+
+// pageReply turns the reply (or error) of pageCall into Page's result.
+func (ib *Inbox) pageReply(userID int64, b feed.Bound, offset, limit int, res []any, err error) ([]feed.Entry, error) {
 	if errors.Is(err, goredis.Nil) {
 		return nil, feed.ErrInboxLost
 	} else if err != nil {
 		return nil, err
 	}
-	entries, err := parsePage(res, b)
+	var entries []feed.Entry
+	if ib.layout == LayoutPacked {
+		entries, err = packedPageEntries(res, b)
+	} else {
+		entries, err = parsePage(res, b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
 	}
+	n := offset + limit
 	if offset >= len(entries) {
 		return []feed.Entry{}, nil
 	}

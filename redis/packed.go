@@ -604,38 +604,26 @@ func (ib *Inbox) trimPacked(ctx context.Context, userID int64, cap int) error {
 	return compactScript.Run(ctx, ib.rdb, ib.keys(userID), max(cap, 0), 1<<30).Err()
 }
 
-// pagePacked is Page on a packed inbox, in one round trip
-// (packedPageScript): the head's entries as Page reads a sorted set, merged
-// with the body's (already in feed order), an entry in both counted once.
-func (ib *Inbox) pagePacked(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	n := offset + limit
-	args := append([]any{b.Max, n, sentinel, beforeArg(b)}, boundArgs(b)...)
-	res, err := packedPageScript.Run(ctx, ib.rdb, ib.keys(userID), args...).Slice()
-	if errors.Is(err, goredis.Nil) {
-		return nil, feed.ErrInboxLost
-	} else if err != nil {
-		return nil, err
-	}
+// packedPageEntries is Page's reading of a packedPageScript reply: the
+// head's entries as Page reads a sorted set, merged with the body's (already
+// in feed order), an entry in both counted once.
+func packedPageEntries(res []any, b feed.Bound) ([]feed.Entry, error) {
 	if len(res) < 2 {
-		return nil, fmt.Errorf("redis: page of inbox %d: unexpected reply %v", userID, res)
+		return nil, fmt.Errorf("unexpected reply %v", res)
 	}
 	slice, ok := res[1].(string)
 	if !ok {
-		return nil, fmt.Errorf("redis: page of inbox %d: unexpected reply %v", userID, res)
+		return nil, fmt.Errorf("unexpected reply %v", res)
 	}
 	head, err := parsePage(slices.Delete(slices.Clone(res), 1, 2), b)
 	if err != nil {
-		return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
+		return nil, err
 	}
 	body, err := decodeBody(slice)
 	if err != nil {
-		return nil, fmt.Errorf("redis: page of inbox %d: %w", userID, err)
+		return nil, err
 	}
-	entries := mergeEntries(head, body)
-	if offset >= len(entries) {
-		return []feed.Entry{}, nil
-	}
-	return entries[offset:min(n, len(entries))], nil
+	return mergeEntries(head, body), nil
 }
 
 // mergeEntries merges two lists in feed order into one, an entry in both

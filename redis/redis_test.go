@@ -113,6 +113,21 @@ func (ib rebuilding) Page(ctx context.Context, userID int64, max feed.Bound, off
 	return es, err
 }
 
+// rebuildingPages is SessionPages with rebuilding's Page: an inbox never
+// built is restored empty and read again.
+type rebuildingPages struct {
+	*redis.SessionPages
+	inbox rebuilding
+}
+
+func (sp rebuildingPages) SessionPage(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration, userID int64, b feed.Bound, offset, limit int) feed.SessionPage {
+	r := sp.SessionPages.SessionPage(ctx, tokenHash, now, ttl, userID, b, offset, limit)
+	if errors.Is(r.PageErr, feed.ErrInboxLost) {
+		r.Entries, r.PageErr = sp.inbox.Page(ctx, userID, b, offset, limit)
+	}
+	return r
+}
+
 // capSlack bounds how many entries over the cap a Redis inbox holds: the
 // deliveries since its last trim, each of which trims with probability 1/16
 // (redis.Inbox.Deliver), so more than 150 with probability (15/16)^150 <
@@ -189,12 +204,19 @@ func openBackendLayout(t *testing.T, open func(t testing.TB) (goredis.UniversalC
 		return nil
 	}
 	rdb, prefix := open(t)
+	auth := redis.NewAuthStore(rdb, prefix)
+	inbox := rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20, Layout: layout})}
+	sp, err := redis.NewSessionPages(auth, inbox.Inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &feedtest.Backend{
 		Users: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db,
-		Snapshots: redis.NewSnapshots(rdb, prefix),
-		Auth:      redis.NewAuthStore(rdb, prefix),
-		Inbox:     rebuilding{redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20, Layout: layout})},
-		Outbox:    redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
+		Snapshots:    redis.NewSnapshots(rdb, prefix),
+		Auth:         auth,
+		Inbox:        inbox,
+		SessionPages: rebuildingPages{sp, inbox},
+		Outbox:       redis.NewOutbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: 1 << 20}, &sqlite.Outbox{DB: db}),
 		Jobs: func() []feed.Job {
 			mu.Lock()
 			defer mu.Unlock()

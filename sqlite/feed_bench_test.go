@@ -107,6 +107,18 @@ func BenchmarkHydrate(b *testing.B) {
 	}
 }
 
+// BenchmarkPullFollowees is the question every feed page asks first: which
+// of the viewer's 20 followees are in pull mode (none here).
+func BenchmarkPullFollowees(b *testing.B) {
+	w := openBenchWorld(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if ids, err := w.db.PullFollowees(ctx, w.viewer); err != nil || len(ids) != 0 {
+			b.Fatalf("PullFollowees = %v, %v", ids, err)
+		}
+	}
+}
+
 // BenchmarkInboxPage is the range query of a feed page on the embedded inbox.
 func BenchmarkInboxPage(b *testing.B) {
 	w := openBenchWorld(b)

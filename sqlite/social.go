@@ -119,27 +119,40 @@ func (db *DB) Visible(ctx context.Context, viewerID int64, authorIDs []int64) (m
 	return out, err
 }
 
-// PullFollowees implements feed.SocialStore: the viewer's follows by primary
-// key, each followee's mode by the users primary key.
+// PullFollowees implements feed.SocialStore: the viewer's follows flagged
+// pull (follows.pull, kept in step with the followee's mode by SetFollow and
+// SetMode), from the partial index follows_pull that holds only them, so a
+// viewer who follows nobody in pull mode costs one probe that finds nothing.
 func (db *DB) PullFollowees(ctx context.Context, viewerID int64) ([]int64, error) {
-	return scanIDs(db.read(ctx, `SELECT f.followee_id FROM follows f JOIN users u ON u.id = f.followee_id
-		WHERE f.follower_id = ? AND u.mode <> 0 ORDER BY f.followee_id`, viewerID))
+	return scanIDs(db.read(ctx, `SELECT followee_id FROM follows INDEXED BY follows_pull
+		WHERE follower_id = ? AND pull <> 0 ORDER BY followee_id`, viewerID))
 }
 
 // SetMode implements feed.SocialStore. ENOTFOUND if authorID does not exist,
-// EINVALID for a mode feed does not define.
+// EINVALID for a mode feed does not define. The flag of every follow of the
+// author (follows.pull) is rewritten in the same transaction, so
+// PullFollowees is exact at every commit; a change between push and a pull
+// mode costs one write per follower (entering pull mode happens once per
+// author, at --pull-threshold followers).
 func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error {
 	if err := validMode(mode); err != nil {
 		return err
 	}
-	res, err := db.exec(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
-	if err != nil {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return feed.ErrNotFound("user")
+		}
+		pull := 0
+		if mode != feed.PushMode {
+			pull = 1
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE follows SET pull = ?1 WHERE followee_id = ?2 AND pull <> ?1`, pull, authorID)
 		return err
-	}
-	if k, _ := res.RowsAffected(); k == 0 {
-		return feed.ErrNotFound("user")
-	}
-	return nil
+	})
 }
 
 func validMode(m feed.Mode) error {

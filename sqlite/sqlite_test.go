@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -235,5 +236,55 @@ func TestMigrateInboxTrim(t *testing.T) {
 		if err != nil || len(es) != want || (u == 1 && es[0].PostID != 301) {
 			t.Fatalf("inbox of user %d after the migration and a delivery to user 1: %d entries (%v), want %d", u, len(es), err, want)
 		}
+	}
+}
+
+// A database created before 005_follows_pull.sql flags the follows of the
+// authors already out of push mode, so PullFollowees answers as before.
+func TestMigrateFollowsPull(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "feedd.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("migrations/*.sql")
+	qs := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
+	for _, f := range files {
+		if f >= "migrations/005" {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, string(b), `INSERT INTO feedd_migrations (name) VALUES ('`+f+`')`)
+	}
+	qs = append(qs,
+		`INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2)`,
+		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`)
+	for _, q := range qs {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for v, want := range map[int64][]int64{1: {3, 4}, 2: {3}, 3: nil, 4: nil} {
+		if got, err := db.PullFollowees(ctx, v); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("PullFollowees(%d) after the migration = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if err := db.SetMode(ctx, 3, feed.PushMode); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.PullFollowees(ctx, 1); err != nil || !slices.Equal(got, []int64{4}) {
+		t.Fatalf("PullFollowees(1) after SetMode(3, push) = %v, %v; want [4]", got, err)
 	}
 }

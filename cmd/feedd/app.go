@@ -272,6 +272,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 
 	var auth feed.AuthStore = st
+	var sessionPages feed.SessionPager
 	var snapshots feed.SnapshotStore = st
 	rdb, err := redisClient(c)
 	if err != nil {
@@ -284,11 +285,16 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		// waiting out every command's dial and retries (redis/breaker.go).
 		redis.NewBreaker(rdb, log)
 		opts := redis.InboxOptions{Prefix: c.redisPrefix, Cap: c.inboxCap, Layout: redis.Layout(c.inboxLayout)}
-		inbox = redis.NewInbox(rdb, opts)
+		ri := redis.NewInbox(rdb, opts)
+		inbox = ri
 		outbox = redis.NewOutbox(rdb, opts, outbox)
 		ra := redis.NewAuthStore(rdb, c.redisPrefix)
 		ra.Durable = st // Redis caches sessions; the database keeps them through a Redis loss
 		auth = ra
+		// A feed page's session and first inbox page in one round trip.
+		if sessionPages, err = redis.NewSessionPages(ra, ri); err != nil {
+			return nil, err
+		}
 		events := redis.NewEvents(rdb, c.redisPrefix, log) // Pub/Sub between workers and API processes
 		a.events = events
 		a.closers = append(a.closers, events.Close)
@@ -341,7 +347,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		return nil, err
 	}
 	a.service = &feed.Service{
-		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox,
+		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,

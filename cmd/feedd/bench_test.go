@@ -53,7 +53,9 @@ func wantFields(t *testing.T, out map[string]any, fields ...string) {
 
 var (
 	fanoutFields = []string{"followers", "seed_per_s", "feedd_per_s", "limit_per_s", "feedd_seconds"}
-	readFields   = []string{"feedd_rps", "seed_rps", "feedd_p99_ms", "seed_p99_ms"}
+	readFields   = []string{"feedd_rps", "seed_rps", "feedd_p99_ms", "seed_p99_ms", "feedd_cpu_us_per_page", "seed_cpu_us_per_page"}
+	// readRedisFields are readFields with the Redis server's CPU per page.
+	readRedisFields = append(slices.Clone(readFields), "feedd_redis_cpu_us_per_page", "seed_redis_cpu_us_per_page")
 )
 
 // noKeysLeft checks that a benchmark deleted every key it wrote.
@@ -100,7 +102,7 @@ func TestBenchReadRedis(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms",
 		"--redis-url", url, "--redis-prefix", prefix)
-	wantFields(t, out, readFields...)
+	wantFields(t, out, readRedisFields...)
 	noKeysLeft(t, url, prefix)
 }
 

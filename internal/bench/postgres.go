@@ -60,8 +60,9 @@ func (s *PostgresStore) FollowRange(ctx context.Context, followee, first int64, 
 		for done := 0; done < n; {
 			k := min(chunk, n-done)
 			lo := first + int64(done)
-			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at)
-				SELECT i, $3, $4 FROM generate_series($1::bigint, $2::bigint) i ON CONFLICT DO NOTHING`,
+			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+				SELECT i, $3, $4, coalesce((SELECT mode <> 0 FROM users WHERE id = $3), false)
+				FROM generate_series($1::bigint, $2::bigint) i ON CONFLICT DO NOTHING`,
 				lo, lo+int64(k)-1, followee, now); err != nil {
 				return err
 			}
@@ -98,8 +99,9 @@ func (s *PostgresStore) Follow(ctx context.Context, pairs [][2]int64) error {
 			for i, p := range pairs[:k] {
 				a[i], b[i] = p[0], p[1]
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at)
-				SELECT f, e, $3 FROM unnest($1::bigint[], $2::bigint[]) AS t(f, e) ON CONFLICT DO NOTHING`, a, b, now); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+				SELECT f, e, $3, coalesce((SELECT mode <> 0 FROM users WHERE id = e), false)
+				FROM unnest($1::bigint[], $2::bigint[]) AS t(f, e) ON CONFLICT DO NOTHING`, a, b, now); err != nil {
 				return err
 			}
 			pairs = pairs[k:]

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -39,6 +39,9 @@ type ReadRun struct {
 	Requests int
 	RPS      float64
 	P50, P99 time.Duration
+	// CPU is this process's CPU time per page (server and load generator:
+	// getrusage), RedisCPU the Redis server's (INFO cpu; 0 without Redis).
+	CPU, RedisCPU time.Duration
 }
 
 // ReadResult is the result of Read: medians over the runs.
@@ -47,6 +50,12 @@ type ReadResult struct {
 	SeedRPS    float64 `json:"seed_rps"`
 	FeeddP99ms float64 `json:"feedd_p99_ms"`
 	SeedP99ms  float64 `json:"seed_p99_ms"`
+	// CPU per page, µs: this process (feedd's server and the load
+	// generator, which both paths share) and the Redis server.
+	FeeddCPUus      float64 `json:"feedd_cpu_us_per_page"`
+	SeedCPUus       float64 `json:"seed_cpu_us_per_page"`
+	FeeddRedisCPUus float64 `json:"feedd_redis_cpu_us_per_page,omitempty"`
+	SeedRedisCPUus  float64 `json:"seed_redis_cpu_us_per_page,omitempty"`
 
 	FeeddP50ms, SeedP50ms float64       `json:"-"`
 	Feedd, Seed           []ReadRun     `json:"-"`
@@ -64,10 +73,12 @@ func (r *ReadResult) Text() string {
 		"%d clients, closed loop, %s per path per run (median of %d runs)\n"+
 		"  feedd  %9.0f req/s   p50 %7.2f ms   p99 %7.2f ms\n"+
 		"  seed   %9.0f req/s   p50 %7.2f ms   p99 %7.2f ms\n"+
-		"  feedd/seed %.1fx req/s, p99 %.2fx\n",
+		"  feedd/seed %.1fx req/s, p99 %.2fx\n"+
+		"  CPU per page: feedd %.0f µs, seed %.0f µs (this process, load generator included); Redis %.0f / %.0f µs\n",
 		o.Users, o.Follows, o.Posts, r.Entries, r.Backend, o.Concurrency, o.Duration, len(r.Feedd),
 		r.FeeddRPS, r.FeeddP50ms, r.FeeddP99ms, r.SeedRPS, r.SeedP50ms, r.SeedP99ms,
-		r.FeeddRPS/r.SeedRPS, r.FeeddP99ms/r.SeedP99ms)
+		r.FeeddRPS/r.SeedRPS, r.FeeddP99ms/r.SeedP99ms,
+		r.FeeddCPUus, r.SeedCPUus, r.FeeddRedisCPUus, r.SeedRedisCPUus)
 }
 
 // SeedPath is where Read mounts the seed read path beside feedd's API.
@@ -133,12 +144,17 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 					return nil, err
 				}
 			}
+			cpu0, rcpu0 := processCPU(), env.redisCPU(ctx)
 			r, err := lg.run(ctx, path, opt.Duration, fmt.Sprintf("run %d: %s", run, map[bool]string{true: "seed", false: "feedd"}[path == SeedPath]), env.Progress)
+			cpu, rcpu := processCPU()-cpu0, env.redisCPU(ctx)-rcpu0
 			if stop != nil {
 				stop()
 			}
 			if err != nil {
 				return nil, err
+			}
+			if r.Requests > 0 {
+				r.CPU, r.RedisCPU = cpu/time.Duration(r.Requests), rcpu/time.Duration(r.Requests)
 			}
 			if path == SeedPath {
 				res.Seed = append(res.Seed, r)
@@ -163,6 +179,10 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	res.FeeddRPS, res.SeedRPS = round(med(res.Feedd, rps), 0), round(med(res.Seed, rps), 0)
 	res.FeeddP50ms, res.SeedP50ms = round(med(res.Feedd, p50), 3), round(med(res.Seed, p50), 3)
 	res.FeeddP99ms, res.SeedP99ms = round(med(res.Feedd, p99), 3), round(med(res.Seed, p99), 3)
+	cpu := func(r ReadRun) float64 { return float64(r.CPU.Nanoseconds()) / 1e3 }
+	rcpu := func(r ReadRun) float64 { return float64(r.RedisCPU.Nanoseconds()) / 1e3 }
+	res.FeeddCPUus, res.SeedCPUus = round(med(res.Feedd, cpu), 1), round(med(res.Seed, cpu), 1)
+	res.FeeddRedisCPUus, res.SeedRedisCPUus = round(med(res.Feedd, rcpu), 1), round(med(res.Seed, rcpu), 1)
 	return res, nil
 }
 
@@ -238,9 +258,10 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, 
 	v := min(opt.Users, 1024)
 	for i := range v {
 		u := first + int64(i*opt.Users/v)
-		raw := make([]byte, 24)
-		rand.Read(raw)
-		tok := base64.RawURLEncoding.EncodeToString(raw)
+		tok, err := feed.NewSessionToken(u, rand.Reader)
+		if err != nil {
+			return nil, err
+		}
 		if err := env.Service.Auth.CreateSession(ctx, feed.HashSecret(tok), u, env.now(), env.now().Add(feed.SessionTTL)); err != nil {
 			return nil, fmt.Errorf("create session: %w", err)
 		}
@@ -414,4 +435,13 @@ func (g *loadGen) run(ctx context.Context, path string, d time.Duration, label s
 		all = append(all, l...)
 	}
 	return ReadRun{Requests: len(all), RPS: float64(len(all)) / elapsed.Seconds(), P50: all.Quantile(0.5), P99: all.Quantile(0.99)}, nil
+}
+
+// processCPU is the CPU time this process has used (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -87,8 +87,8 @@ func (s *SQLiteStore) FollowRange(ctx context.Context, followee, first int64, n 
 		for done := 0; done < n; {
 			k := min(chunk, n-done)
 			lo := first + int64(done)
-			if _, err := tx.ExecContext(ctx, sqliteSeq+`INSERT INTO follows (follower_id, followee_id, created_at)
-				SELECT i, ?3, ?4 FROM g WHERE true ON CONFLICT DO NOTHING`, lo, lo+int64(k)-1, followee, now); err != nil {
+			if _, err := tx.ExecContext(ctx, sqliteSeq+`INSERT INTO follows (follower_id, followee_id, created_at, pull)
+				SELECT i, ?3, ?4, coalesce((SELECT mode <> 0 FROM users WHERE id = ?3), 0) FROM g WHERE true ON CONFLICT DO NOTHING`, lo, lo+int64(k)-1, followee, now); err != nil {
 				return err
 			}
 			done += k
@@ -109,8 +109,9 @@ func (s *SQLiteStore) Follow(ctx context.Context, pairs [][2]int64) error {
 		for len(pairs) > 0 {
 			k := min(chunk/5, len(pairs))
 			b, _ := json.Marshal(pairs[:k])
-			if _, err := tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at)
-				SELECT value ->> 0, value ->> 1, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, now, string(b)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+				SELECT value ->> 0, value ->> 1, ?, coalesce((SELECT mode <> 0 FROM users WHERE id = value ->> 1), 0)
+				FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`, now, string(b)); err != nil {
 				return err
 			}
 			pairs = pairs[k:]
