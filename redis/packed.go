@@ -239,30 +239,43 @@ end
 //
 //   - the cut: when the head holds at most headMax entries, all newer (by
 //     score) than the body's newest, the body's count drops so that head
-//     and body hold cap (the head stays); reads ZCARD, two ZSCOREs, the oldest
-//     head entry and the body's header and newest entry, writes 12 bytes;
-//   - the merge in place: when the head's scores are distinct and newer
-//     than the body's newest, its ids below 10^15 and the ring has the
-//     slots, the head's entries are written (SETRANGE) into the slots
-//     before the ring's start, over its oldest entries once it is full;
-//   - otherwise the general merge: every head entry merged into the whole
-//     body (an entry already there is not repeated), cut to cap and written
-//     back with one SET (all cap slots when it holds at least cap - headMax
-//     entries, so that the next merges are in place).
+//     and body hold cap (the head stays); reads ZCARD, the head's three
+//     lowest members (sentinel, marker, oldest entry) and the body's header
+//     and newest entry, writes 12 bytes;
+//   - the merge at the top: when the ring has the slots, the head's entries
+//     are merged with the ring's top, its newest entries down to the first
+//     not newer than the head's oldest (one entry when deliveries came in
+//     order, a few when some came late; an entry already there is not
+//     repeated), and the result is written (SETRANGE) over the top and the
+//     slots before the ring's start, over its oldest entries once it is
+//     full; the entries below the top stay where they are;
+//   - otherwise (a growing inbox, whose ring has no free slots) the general
+//     merge: every head entry merged into the whole body, cut to cap and
+//     written back with one SET (all cap slots when it holds at least
+//     cap - 2*headMax entries, so that the next merges are at the top).
 //
 // The merges empty the head of entries (the sentinel and the body marker
-// stay; a head that grew past a listpack, 128 entries under Redis's
-// defaults, is re-created, so it is one again). It expects the locals head,
-// bkey (keys), cap and headMax, and sets removed (entries dropped).
+// stay), except that the merge at the top leaves in the head its newest
+// entries, up to reserve = min(headMax/4, 8), whose scores are above every
+// other entry's: a delivery that arrives a little late after the merge (four
+// fan-outs at once deliver out of order by a few posts) is then still newer
+// than the body's newest, and the next trim is a cut. A head that grew past
+// a listpack (128 entries under Redis's defaults) is emptied and re-created,
+// so it is one again. It expects the locals head, bkey (keys), cap and
+// headMax, and sets removed (entries dropped).
 const compactLua = packedLua + `
 local removed = 0
 local reserve = math.min(math.floor(headMax / 4), 8)
 local card = redis.call('ZCARD', head)
-local built = redis.call('ZSCORE', head, '-') ~= false
-local marked = redis.call('ZSCORE', head, '=') ~= false
-local k = card
-if built then k = k - 1 end
-if marked then k = k - 1 end
+-- The head's three lowest members: the sentinel and the marker when it
+-- holds them (both at -inf), then its oldest entry.
+local low = redis.call('ZRANGE', head, 0, 2, 'WITHSCORES')
+local built = low[1] == '-'
+local marked = low[1] == '=' or low[3] == '='
+local k, oldest = card, 2
+if built then k, oldest = k - 1, oldest + 2 end
+if marked then k, oldest = k - 1, oldest + 2 end
+oldest = low[oldest]
 local st, nb, capa = 0, 0, 0
 if marked then
   local found
@@ -282,9 +295,8 @@ if k > headMax or k + nb > cap then
     -- drops to cap - k (one SETRANGE of its header); the head stays.
     local ok = k == 0
     if not ok then
-      local o = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       local s = ringAt(bkey, st, capa, 0)
-      ok = tonumber(o[2]) + 140737488355328 > s
+      ok = tonumber(oldest) + 140737488355328 > s
     end
     if ok then
       removed = nb - (cap - k)
@@ -402,10 +414,11 @@ if k > headMax or k + nb > cap then
       if empty then
         if capa > 0 then redis.call('DEL', bkey) end
       elseif k > 0 or #nbody ~= #body or not marked then
-        -- A body near the cap gets all cap slots, so that the next merges
-        -- are at the top, in place.
+        -- A body near the cap (within two heads) gets all cap slots, so
+        -- that the merges that bring it to the cap are already at the top,
+        -- in place.
         local n = #nbody / W
-        if n + headMax >= cap then n = math.max(cap, n) end
+        if n + 2 * headMax >= cap then n = math.max(cap, n) end
         writeLinear(bkey, nbody, n)
       end
     end

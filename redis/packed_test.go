@@ -18,7 +18,7 @@ import (
 // inbox takes in production, where scores are distinct and rise: the cut of
 // the body's count alone, the merge of the head into the ring's slots in
 // place (wrapping around), and, mixed in, ties, slightly late entries,
-// redeliveries and removals, which take the general merge. After every post
+// redeliveries and removals, which take the merge at the top of the ring. After every post
 // some inboxes are read whole and must hold exactly the newest entries
 // delivered (ties by numeric id), within the cap's slack (less one an
 // earlier removal, as in a sorted set); and the rings
