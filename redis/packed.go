@@ -100,6 +100,11 @@ const bodyMarker = "="
 //	newer(s1,h1,l1, s2,h2,l2) whether entry 1 comes before entry 2 in feed order
 //	first(body, from, nb, s, h, l)  the first index j in [from, nb) whose
 //	                          entry is not newer than (s, h, l): binary search
+//	ringTop(bkey, st, nb, capa, s, h, l)  the ring's newest entries down to
+//	                          the first not newer than (s, h, l), and how many
+//	ringWrite(bkey, capa, ns, p)  packed entries written into slots ns, ns+1,
+//	                          ... modulo capa (SETRANGE, one or two)
+//	packTriples(v)            a flat list of triples packed in one call
 //	limbs(m)                  the decimal post id m as (h, l), exactly, also
 //	                          above 2^53
 const packedLua = `
@@ -180,6 +185,36 @@ local function writeLinear(bkey, body, capa)
     redis.call('SET', bkey, struct.pack('>I4I4I4', 0, n, capa) .. body .. string.rep('\0', (capa - n) * W))
   end
 end
+-- The ring's top for an entry (s, h, l): its newest entries down to the
+-- first not newer than (s, h, l), as packed bytes, and how many; one
+-- GETRANGE of 32 entries unless the top is deeper.
+local function ringTop(bkey, st, nb, capa, s, h, l)
+  local c = ringSlice(bkey, st, nb, capa, 0, 32)
+  local n = #c / W
+  local j = first(c, 0, n, s, h, l)
+  if j == n and n < nb then
+    local t = math.min(ringFirst(bkey, st, nb, capa, s, h, l) + 1, nb)
+    return ringSlice(bkey, st, nb, capa, 0, t), t
+  end
+  local t = math.min(j + 1, n)
+  return string.sub(c, 1, t * W), t
+end
+-- Writes the packed entries p into the ring's slots from slot ns on,
+-- wrapping (at most capa entries).
+local function ringWrite(bkey, capa, ns, p)
+  local w = #p / W
+  if ns + w <= capa then
+    redis.call('SETRANGE', bkey, H + ns * W, p)
+  else
+    local a = capa - ns
+    redis.call('SETRANGE', bkey, H + ns * W, string.sub(p, 1, a * W))
+    redis.call('SETRANGE', bkey, H, string.sub(p, a * W + 1))
+  end
+end
+-- The flat list of triples v (s1, h1, l1, s2, ...) packed, in one call.
+local function packTriples(v)
+  return struct.pack('>' .. string.rep('I6I4I4', #v / 3), unpack(v))
+end
 local function limbs(m)
   if #m <= 15 then
     local n = tonumber(m)
@@ -204,29 +239,43 @@ end
 //
 //   - the cut: when the head holds at most headMax entries, all newer (by
 //     score) than the body's newest, the body's count drops so that head
-//     and body hold cap (the head stays); reads ZCARD, two ZSCOREs, the oldest
-//     head entry and the body's header and newest entry, writes 12 bytes;
-//   - the merge in place: when the head's scores are distinct and newer
-//     than the body's newest, its ids below 10^15 and the ring has the
-//     slots, the head's entries are written (SETRANGE) into the slots
-//     before the ring's start, over its oldest entries once it is full;
-//   - otherwise the general merge: every head entry merged into the whole
-//     body (an entry already there is not repeated), cut to cap and written
-//     back with one SET (all cap slots when it holds at least cap - headMax
-//     entries, so that the next merges are in place).
+//     and body hold cap (the head stays); reads ZCARD, the head's three
+//     lowest members (sentinel, marker, oldest entry) and the body's header
+//     and newest entry, writes 12 bytes;
+//   - the merge at the top: when the ring has the slots, the head's entries
+//     are merged with the ring's top, its newest entries down to the first
+//     not newer than the head's oldest (one entry when deliveries came in
+//     order, a few when some came late; an entry already there is not
+//     repeated), and the result is written (SETRANGE) over the top and the
+//     slots before the ring's start, over its oldest entries once it is
+//     full; the entries below the top stay where they are;
+//   - otherwise (a growing inbox, whose ring has no free slots) the general
+//     merge: every head entry merged into the whole body, cut to cap and
+//     written back with one SET (all cap slots when it holds at least
+//     cap - 2*headMax entries, so that the next merges are at the top).
 //
 // The merges empty the head of entries (the sentinel and the body marker
-// stay; a head that grew past a listpack, 128 entries under Redis's
-// defaults, is re-created, so it is one again). It expects the locals head,
-// bkey (keys), cap and headMax, and sets removed (entries dropped).
+// stay), except that the merge at the top leaves in the head its newest
+// entries, up to reserve = min(headMax/4, 8), whose scores are above every
+// other entry's: a delivery that arrives a little late after the merge (four
+// fan-outs at once deliver out of order by a few posts) is then still newer
+// than the body's newest, and the next trim is a cut. A head that grew past
+// a listpack (128 entries under Redis's defaults) is emptied and re-created,
+// so it is one again. It expects the locals head, bkey (keys), cap and
+// headMax, and sets removed (entries dropped).
 const compactLua = packedLua + `
 local removed = 0
+local reserve = math.min(math.floor(headMax / 4), 8)
 local card = redis.call('ZCARD', head)
-local built = redis.call('ZSCORE', head, '-') ~= false
-local marked = redis.call('ZSCORE', head, '=') ~= false
-local k = card
-if built then k = k - 1 end
-if marked then k = k - 1 end
+-- The head's three lowest members: the sentinel and the marker when it
+-- holds them (both at -inf), then its oldest entry.
+local low = redis.call('ZRANGE', head, 0, 2, 'WITHSCORES')
+local built = low[1] == '-'
+local marked = low[1] == '=' or low[3] == '='
+local k, oldest = card, 2
+if built then k, oldest = k - 1, oldest + 2 end
+if marked then k, oldest = k - 1, oldest + 2 end
+oldest = low[oldest]
 local st, nb, capa = 0, 0, 0
 if marked then
   local found
@@ -246,9 +295,8 @@ if k > headMax or k + nb > cap then
     -- drops to cap - k (one SETRANGE of its header); the head stays.
     local ok = k == 0
     if not ok then
-      local o = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       local s = ringAt(bkey, st, capa, 0)
-      ok = tonumber(o[2]) + 140737488355328 > s
+      ok = tonumber(oldest) + 140737488355328 > s
     end
     if ok then
       removed = nb - (cap - k)
@@ -258,76 +306,101 @@ if k > headMax or k + nb > cap then
   end
   if not done then
     local r = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES')
-    local nn = math.min(nb + k, cap)
-    -- The merge in place, the usual case of a full inbox's head past
-    -- headMax: when the head's scores are distinct, its ids below 10^15,
-    -- every head entry newer (by score) than the body's newest and the ring
-    -- has the slots, the head entries, packed in one call, go into the slots
-    -- before its start (free ones first, then those of its oldest entries).
-    local fast = k > 0 and k <= 256 and capa > 0 and nn <= capa
-    local v = {}
-    if fast then
-      local prev = -1
-      for i = #r - 1, 1, -2 do
-        local m, sc = r[i], tonumber(r[i + 1]) + 140737488355328
-        if #m > 15 or sc == prev then fast = false break end
-        v[#v + 1] = sc
-        v[#v + 1] = tonumber(m)
-        prev = sc
+    -- The head's k entries, newest first in exact feed order, as triples
+    -- (S[i], Hi[i], Lo[i]). Insertion sort: read from the end, ZRANGE's
+    -- order is already newest first but within a tie group (member bytes
+    -- are not id order), so an entry moves only past its ties.
+    local S, Hi, Lo = {}, {}, {}
+    for i = #r - 1, 1, -2 do
+      local s = tonumber(r[i + 1]) + 140737488355328
+      local h, l = limbs(r[i])
+      local j = #S
+      while j > 0 and S[j] == s and newer(s, h, l, S[j], Hi[j], Lo[j]) do
+        S[j + 1], Hi[j + 1], Lo[j + 1] = S[j], Hi[j], Lo[j]
+        j = j - 1
       end
+      S[j + 1], Hi[j + 1], Lo[j + 1] = s, h, l
     end
-    if fast and nb > 0 then
-      local s = ringAt(bkey, st, capa, 0)
-      fast = v[#v - 1] > s
-    end
-    local empty = false
-    if fast then
-      local p = struct.pack('>' .. string.rep('I6I8', k), unpack(v))
-      if k > capa then p = string.sub(p, 1, capa * W) end
-      local w = #p / W
-      local ns = (st - w) % capa
-      if ns + w <= capa then
-        redis.call('SETRANGE', bkey, H + ns * W, p)
-      else
-        local a = capa - ns
-        redis.call('SETRANGE', bkey, H + ns * W, string.sub(p, 1, a * W))
-        redis.call('SETRANGE', bkey, H, string.sub(p, a * W + 1))
+    -- How many of the head's entries, its oldest, the merge takes.
+    local empty, drop = false, k
+    if capa > 0 and cap > 0 and math.min(nb + k, cap) <= capa then
+      -- The merge at the top, the usual case of a full inbox's head past
+      -- headMax or holding a late entry: the head's entries are merged with
+      -- the ring's newest entries down to the first not newer than the
+      -- head's oldest (the top: one entry when deliveries arrive in order, a
+      -- few when some came late), and the result is written in place over
+      -- the top and the slots before the ring's start (free ones first, then
+      -- those of its oldest entries); an entry already in the top is not
+      -- repeated. The head keeps its newest entries, up to reserve, when
+      -- their scores are above every other entry's: so a delivery that comes
+      -- a little late after this merge is still newer than the body's
+      -- newest, and the next trims cut.
+      local top, T = ringTop(bkey, st, nb, capa, S[k], Hi[k], Lo[k])
+      local keep = 0
+      if card <= 128 then
+        keep = math.min(reserve, k - 1, cap - 1)
+        local ts = -1
+        if T > 0 then ts = at(top, 0) end
+        while keep > 0 and (S[keep] == S[keep + 1] or S[keep] <= ts) do keep = keep - 1 end
       end
-      redis.call('SETRANGE', bkey, 0, struct.pack('>I4I4I4', ns, nn, capa))
-      removed = nb + k - nn
-    else
-      local es = {}
-      for i = #r - 1, 1, -2 do
-        local m = r[i]
-        local h, l = limbs(m)
-        local e = {tonumber(r[i + 1]) + 140737488355328, h, l}
-        -- Insertion sort, newest first: read from the end, ZRANGE's order is
-        -- already newest first but within a tie group (member bytes are not id
-        -- order), so each entry moves only past its ties.
-        local j = #es
-        es[j + 1] = e
-        while j > 0 and newer(e[1], e[2], e[3], es[j][1], es[j][2], es[j][3]) do
-          es[j + 1] = es[j]
-          j = j - 1
+      -- Merge head entries keep+1 .. k with the top.
+      local parts, v, dups = {}, {}, 0
+      local i, j = keep + 1, 0
+      local ts, th, tl
+      if T > 0 then ts, th, tl = at(top, 0) end
+      while i <= k do
+        if j < T and newer(ts, th, tl, S[i], Hi[i], Lo[i]) then
+          if #v > 0 then parts[#parts + 1] = packTriples(v) v = {} end
+          local j0 = j
+          repeat
+            j = j + 1
+            if j < T then ts, th, tl = at(top, j) end
+          until j >= T or not newer(ts, th, tl, S[i], Hi[i], Lo[i])
+          parts[#parts + 1] = string.sub(top, j0 * W + 1, j * W)
+        else
+          if j < T and ts == S[i] and th == Hi[i] and tl == Lo[i] then
+            dups = dups + 1
+          else
+            local n = #v
+            v[n + 1], v[n + 2], v[n + 3] = S[i], Hi[i], Lo[i]
+            if n + 3 >= 768 then parts[#parts + 1] = packTriples(v) v = {} end
+          end
+          i = i + 1
         end
-        es[j + 1] = e
       end
+      if #v > 0 then parts[#parts + 1] = packTriples(v) end
+      if j < T then parts[#parts + 1] = string.sub(top, j * W + 1) end
+      local seg = table.concat(parts)
+      -- The body now holds its nb entries and the m new ones, cut so that
+      -- with the head's keep it holds cap; the segment ends where the top
+      -- did, so the entries below the top stay in their slots.
+      local m = k - keep - dups
+      local nn = math.min(nb + m, cap - keep)
+      local ns = (st - m) % capa
+      if #seg > nn * W then seg = string.sub(seg, 1, nn * W) end
+      ringWrite(bkey, capa, ns, seg)
+      redis.call('SETRANGE', bkey, 0, struct.pack('>I4I4I4', ns, nn, capa))
+      removed = nb + m - nn
+      drop = k - keep
+    else
+      -- The general merge: every head entry merged into the whole body (one
+      -- GET), cut to cap and written back with one SET.
       local body = linear(bkey, st, nb, capa)
       local parts, pos, dups = {}, 0, 0
-      for _, e in ipairs(es) do
+      for i = 1, k do
         local j = pos
         if j < nb then
           local s, h, l = at(body, j)
-          if newer(s, h, l, e[1], e[2], e[3]) then j = first(body, j + 1, nb, e[1], e[2], e[3]) end
+          if newer(s, h, l, S[i], Hi[i], Lo[i]) then j = first(body, j + 1, nb, S[i], Hi[i], Lo[i]) end
         end
         if j > pos then parts[#parts + 1] = string.sub(body, pos * W + 1, j * W) end
         pos = j
         local dup = false
         if j < nb then
           local s, h, l = at(body, j)
-          dup = s == e[1] and h == e[2] and l == e[3]
+          dup = s == S[i] and h == Hi[i] and l == Lo[i]
         end
-        if dup then dups = dups + 1 else parts[#parts + 1] = struct.pack('>I6I4I4', e[1], e[2], e[3]) end
+        if dup then dups = dups + 1 else parts[#parts + 1] = struct.pack('>I6I4I4', S[i], Hi[i], Lo[i]) end
       end
       -- The rest of the body, cut so that the whole holds at most cap entries.
       local len = 0
@@ -341,10 +414,11 @@ if k > headMax or k + nb > cap then
       if empty then
         if capa > 0 then redis.call('DEL', bkey) end
       elseif k > 0 or #nbody ~= #body or not marked then
-        -- A body near the cap gets all cap slots, so that the next merges
-        -- are in place.
+        -- A body near the cap (within two heads) gets all cap slots, so
+        -- that the merges that bring it to the cap are already at the top,
+        -- in place.
         local n = #nbody / W
-        if n + headMax >= cap then n = math.max(cap, n) end
+        if n + 2 * headMax >= cap then n = math.max(cap, n) end
         writeLinear(bkey, nbody, n)
       end
     end
@@ -354,7 +428,13 @@ if k > headMax or k + nb > cap then
         if built then redis.call('ZADD', head, '-inf', '-') end
         marked = false
       else
-        redis.call('ZREMRANGEBYSCORE', head, '(-inf', '+inf')
+        -- The merged entries are the head's lowest ranks after the sentinel
+        -- and the marker (both at -inf): one ZREMRANGEBYRANK, one move of
+        -- the listpack's bytes (ZREMRANGEBYSCORE deletes entry by entry).
+        local off = 0
+        if built then off = off + 1 end
+        if marked then off = off + 1 end
+        redis.call('ZREMRANGEBYRANK', head, off, off + drop - 1)
       end
     end
     if empty then

@@ -3,8 +3,10 @@ package redis_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -16,7 +18,7 @@ import (
 // inbox takes in production, where scores are distinct and rise: the cut of
 // the body's count alone, the merge of the head into the ring's slots in
 // place (wrapping around), and, mixed in, ties, slightly late entries,
-// redeliveries and removals, which take the general merge. After every post
+// redeliveries and removals, which take the merge at the top of the ring. After every post
 // some inboxes are read whole and must hold exactly the newest entries
 // delivered (ties by numeric id), within the cap's slack (less one an
 // earlier removal, as in a sorted set); and the rings
@@ -91,6 +93,119 @@ func TestPackedInPlace(t *testing.T) {
 					}
 					mustDo(t, ib.Trim(ctx, u, cap), "Trim")
 					wantEntries(t, "after Trim", pageAll(t, ib, u), inOrder(delivered[u])[:cap])
+				}
+				if rotated == 0 {
+					t.Fatalf("no body was written in place (every ring starts at slot 0)")
+				}
+			})
+		}
+	})
+}
+
+// TestPackedMergeProperty delivers random posts to packed inboxes and, with
+// the same operations, to plain sorted-set inboxes (the reference), and
+// checks after every operation that both read alike, whole: most posts in
+// time order, some a little late (a few posts older than the newest, as
+// concurrent fan-outs deliver them), some far behind, ties of a score
+// (with ids of different lengths, so that member bytes and numeric order
+// differ, and ids above 2^53), redeliveries, removals and trims. The late
+// ones take the merge at the top of the ring, in place; the rings must
+// have been written in place.
+func TestPackedMergeProperty(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		for _, c := range []struct{ cap, headMax int }{{40, 0}, {30, 4}, {25, -1}} {
+			t.Run(fmt.Sprintf("Cap%dHeadMax%d", c.cap, c.headMax), func(t *testing.T) {
+				ctx := t.Context()
+				rdb, prefix := open(t)
+				seed := uint64(time.Now().UnixNano())
+				t.Logf("seed %d", seed)
+				rng := rand.New(rand.NewPCG(seed, uint64(c.cap)))
+				packed := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Cap: c.cap, Layout: redis.LayoutPacked, HeadMax: c.headMax})
+				ref := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "ref:", Cap: c.cap, Layout: redis.LayoutSortedSet})
+				const users, ops = 8, 1200
+				all := make([]int64, users)
+				for i := range all {
+					all[i] = int64(i + 1)
+					mustDo(t, packed.Restore(ctx, all[i], nil), "Restore")
+					mustDo(t, ref.Restore(ctx, all[i], nil), "Restore reference")
+				}
+				var posts []feed.Entry
+				ids := map[int64]bool{}
+				newID := func() int64 {
+					for {
+						var id int64
+						switch r := rng.IntN(20); {
+						case r == 0: // above 2^53
+							id = 1<<62 + rng.Int64N(1<<40)
+						case r < 4: // short ids: "9" sorts after "10" by bytes
+							id = 1 + rng.Int64N(200)
+						default:
+							id = 1_000_000 + rng.Int64N(9_000_000)
+						}
+						if !ids[id] {
+							ids[id] = true
+							return id
+						}
+					}
+				}
+				clock := int64(s0)
+				check := func(what string, us ...int64) {
+					t.Helper()
+					for _, u := range us {
+						wantEntries(t, fmt.Sprintf("inbox %d after %s", u, what), pageAll(t, packed, u), pageAll(t, ref, u))
+					}
+				}
+				for op := range ops {
+					to := all
+					if rng.IntN(3) == 0 {
+						to = all[:1+rng.IntN(users)]
+					}
+					var what string
+					switch r := rng.IntN(100); {
+					case r < 6 && len(posts) > 0: // a redelivery of a recent post
+						e := posts[max(0, len(posts)-1-rng.IntN(20))]
+						what = fmt.Sprintf("op %d: redelivery of %v", op, e)
+						mustDo(t, packed.Deliver(ctx, e, to), "Deliver")
+						mustDo(t, ref.Deliver(ctx, e, to), "Deliver reference")
+					case r < 8 && len(posts) > 0: // a removal
+						e := posts[rng.IntN(len(posts))]
+						what = fmt.Sprintf("op %d: removal of %v", op, e)
+						mustDo(t, packed.Remove(ctx, e, all), "Remove")
+						mustDo(t, ref.Remove(ctx, e, all), "Remove reference")
+					case r < 9: // a trim, to a cap a little lower at times
+						u, cap := all[rng.IntN(users)], c.cap-rng.IntN(3)
+						what = fmt.Sprintf("op %d: Trim(%d, %d)", op, u, cap)
+						mustDo(t, packed.Trim(ctx, u, cap), "Trim")
+						mustDo(t, ref.Trim(ctx, u, cap), "Trim reference")
+					default:
+						clock += 10
+						e := feed.Entry{PostID: newID(), Score: clock}
+						switch r := rng.IntN(100); {
+						case r < 20: // a little late: a few posts behind
+							e.Score -= 1 + rng.Int64N(60)
+						case r < 24: // far behind
+							e.Score -= 100 + rng.Int64N(2000)
+						case r < 30 && len(posts) > 0: // a tie with a recent post
+							e.Score = posts[max(0, len(posts)-1-rng.IntN(8))].Score
+						}
+						posts = append(posts, e)
+						what = fmt.Sprintf("op %d: delivery of %v", op, e)
+						mustDo(t, packed.Deliver(ctx, e, to), "Deliver")
+						mustDo(t, ref.Deliver(ctx, e, to), "Deliver reference")
+					}
+					check(what, all[rng.IntN(users)], to[0])
+				}
+				check("the last operation", all...)
+				rotated := 0
+				for _, u := range all {
+					h, err := rdb.GetRange(ctx, redis.BodyKey(prefix, u), 0, redis.PackedHeaderSize-1).Bytes()
+					mustDo(t, err, "GETRANGE")
+					if len(h) == redis.PackedHeaderSize && binary.BigEndian.Uint32(h) != 0 {
+						rotated++
+					}
+					mustDo(t, packed.Trim(ctx, u, c.cap), "Trim")
+					mustDo(t, ref.Trim(ctx, u, c.cap), "Trim reference")
+					check("the last Trim", u)
 				}
 				if rotated == 0 {
 					t.Fatalf("no body was written in place (every ring starts at slot 0)")

@@ -133,6 +133,9 @@ func TestBenchMemory(t *testing.T) {
 		if v, _ := s["deliveries_per_s_at_cap"].(float64); v <= 0 {
 			t.Errorf("deliveries_per_s_at_cap %v", s["deliveries_per_s_at_cap"])
 		}
+		if v, _ := s["redis_cpu_us_per_delivery_at_cap"].(float64); v <= 0 {
+			t.Errorf("redis_cpu_us_per_delivery_at_cap %v", s["redis_cpu_us_per_delivery_at_cap"])
+		}
 	}
 	c := goredis.NewClient(&goredis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(r.url(), "redis://"), "/0")})
 	defer c.Close()

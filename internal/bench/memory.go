@@ -48,6 +48,11 @@ type MemorySetting struct {
 	BytesPerEntry   float64 `json:"bytes_per_entry"`
 	KeyBytesPerEnt  float64 `json:"memory_usage_bytes_per_entry"`
 	AtCapPerS       float64 `json:"deliveries_per_s_at_cap"`
+	// RedisCPUAtCap is the Redis server's CPU time (INFO cpu, user + sys)
+	// per delivery into inboxes at the cap, in µs: what the layout costs
+	// Redis, less sensitive than the wall-clock rate to a client sharing
+	// the machine's cores.
+	RedisCPUAtCap float64 `json:"redis_cpu_us_per_delivery_at_cap"`
 }
 
 // MemoryResult is the result of Memory.
@@ -74,7 +79,7 @@ func (r *MemoryResult) Text() string {
 	}
 	return fmt.Sprintf("Redis memory per inbox entry, %d inboxes at the cap (%d)\n", r.Inboxes, r.Cap) +
 		line("default", r.Default) + line("listpack", r.Listpack) + line("feedd", r.Feedd) +
-		fmt.Sprintf("  feedd/default: %.2fx the deliveries/s, %.2fx the bytes/entry\n", r.Feedd.AtCapPerS/r.Default.AtCapPerS, r.Feedd.BytesPerEntry/r.Default.BytesPerEntry)
+		fmt.Sprintf("  feedd/default: %.2fx the deliveries/s (%.2fx by Redis CPU), %.2fx the bytes/entry\n", r.Feedd.AtCapPerS/r.Default.AtCapPerS, r.Default.RedisCPUAtCap/r.Feedd.RedisCPUAtCap, r.Feedd.BytesPerEntry/r.Default.BytesPerEntry)
 }
 
 // Memory fills inboxes to the cap through feedd's own Redis inbox (Deliver,
@@ -82,7 +87,8 @@ func (r *MemoryResult) Text() string {
 // settings and under the recommended ones, and measures the memory per
 // entry (INFO memory's used_memory before and after, over all entries; and
 // MEMORY USAGE of the keys) and the rate of deliveries into inboxes at the
-// cap: the cost the smaller encoding has. It sets the settings with CONFIG
+// cap, in wall clock and in the Redis server's CPU: the cost the smaller
+// encoding has. It sets the settings with CONFIG
 // SET and restores them afterwards.
 func Memory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions) (*MemoryResult, error) {
 	if opt.Inboxes < 1 {
@@ -162,14 +168,17 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 		return err
 	}
 	bar = newProgress(opt.Progress, "deliver at cap ("+name+")", timed)
+	cpu0 := redisCPU(ctx, rdb)
 	start := time.Now()
 	err = deliver(fill, fill+timed, bar)
 	d := time.Since(start)
+	cpu := redisCPU(ctx, rdb) - cpu0
 	bar.finish()
 	if err != nil {
 		return err
 	}
 	s.AtCapPerS = round(float64(timed*len(users))/d.Seconds(), 0)
+	s.RedisCPUAtCap = round(float64(cpu.Microseconds())/float64(timed*len(users)), 2)
 
 	after, err := usedMemory(ctx, rdb)
 	if err != nil {
