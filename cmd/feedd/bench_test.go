@@ -98,9 +98,11 @@ func TestBenchReadEmbedded(t *testing.T) {
 	wantFields(t, out, readFields...)
 }
 
+// TestBenchReadRedis fills inboxes of 48 entries, past a packed head
+// (the default layout), so the seed path reads what Read copied for it.
 func TestBenchReadRedis(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
-	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms",
+	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "8", "--concurrency", "4", "--duration", "300ms",
 		"--redis-url", url, "--redis-prefix", prefix)
 	wantFields(t, out, readRedisFields...)
 	noKeysLeft(t, url, prefix)

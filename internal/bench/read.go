@@ -18,6 +18,7 @@ import (
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/redis"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // ReadOptions configure Read.
@@ -123,7 +124,15 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	// Redis inbox on its first read (fan-out wrote entries but not the
 	// marker that tells a built inbox from a lost one); that cost is not
 	// the steady state.
+	// The seed design reads a plain sorted set of its own (seedKey): each
+	// viewer's inbox, once feedd has built it, is copied there, whatever
+	// layout feedd keeps its inboxes in (packed, by default).
 	for _, path := range []string{"/blog/of/follow", SeedPath} {
+		if path == SeedPath && env.Redis != nil {
+			if err := seedInboxes(ctx, env, w.viewers); err != nil {
+				return nil, fmt.Errorf("copy the inboxes for the seed path: %w", err)
+			}
+		}
 		if err := lg.warm(ctx, path); err != nil {
 			return nil, fmt.Errorf("warm-up %s: %w", path, err)
 		}
@@ -190,6 +199,7 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 type readWorld struct {
 	first, last int64
 	tokens      []string // session tokens of the viewers
+	viewers     []int64  // their user ids
 	entries     int64
 	likes       int64
 }
@@ -266,8 +276,36 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, 
 			return nil, fmt.Errorf("create session: %w", err)
 		}
 		w.tokens = append(w.tokens, tok)
+		w.viewers = append(w.viewers, u)
 	}
 	return w, nil
+}
+
+// seedInboxes copies the Redis inboxes of users, as feedd's Inbox reads
+// them, into the seed design's sorted sets (seedKey), one pipeline each.
+func seedInboxes(ctx context.Context, env *Env, users []int64) error {
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, Cap: env.InboxCap, NoWire: true})
+	for _, u := range users {
+		es, err := ib.Page(ctx, u, feed.Top(), 0, env.InboxCap)
+		if err != nil {
+			return fmt.Errorf("inbox of user %d: %w", u, err)
+		}
+		key := seedKey(env.Prefix, u)
+		zs := make([]goredis.Z, len(es))
+		for i, e := range es {
+			zs[i] = goredis.Z{Score: float64(e.Score), Member: strconv.FormatInt(e.PostID, 10)}
+		}
+		if _, err := env.Redis.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.Del(ctx, key)
+			if len(zs) > 0 {
+				p.ZAdd(ctx, key, zs...)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inboxEntries counts the entries of the inboxes of users first..last.

@@ -11,7 +11,6 @@ import (
 
 	feed "github.com/feedd/feedd"
 	feedhttp "github.com/feedd/feedd/http"
-	"github.com/feedd/feedd/redis"
 )
 
 // SeedHandler is the tutorial's read path of the follow feed (hmdp's
@@ -21,7 +20,9 @@ import (
 // whether the caller liked it, and the same JSON as feedd's handler.
 //
 // With rdb, the range query is the tutorial's ZREVRANGEBYSCORE on the
-// caller's Redis inbox (feedd's key, filled by feedd's fan-out); without, it
+// caller's sorted set of the tutorial's own (seedKey; Read copies there
+// what feedd's fan-out put in the caller's inbox, whatever feedd's layout,
+// since the tutorial knows only plain sorted sets); without, it
 // is feedd's database inbox's Page. The caller is authenticated as feedd's
 // handler does it (Service.Authenticate), so the two paths differ only in
 // how a page is read and hydrated. The cursor is the tutorial's, with the
@@ -68,7 +69,7 @@ func (h *seedRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 1. The range query.
 	var entries []feed.Entry
 	if h.rdb != nil {
-		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, redis.InboxKey(h.prefix, userID), &goredis.ZRangeBy{
+		zs, err := h.rdb.ZRevRangeByScoreWithScores(ctx, seedKey(h.prefix, userID), &goredis.ZRangeBy{
 			Max: strconv.FormatInt(max, 10), Min: "0", Offset: int64(offset), Count: int64(size),
 		}).Result()
 		if err != nil {
