@@ -109,28 +109,9 @@ func TestEnqueueInTransaction(t *testing.T) {
 // in push mode, active since their creation.
 func TestMigrateSocial(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "feedd.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	init, err := os.ReadFile("migrations/001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{string(init),
-		`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`,
-		`INSERT INTO feedd_migrations (name) VALUES ('migrations/001_init.sql')`,
+	path := dbBefore(t, "migrations/002",
 		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456)`,
-		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789)`,
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
+		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789)`)
 	db, err := sqlite.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -199,29 +180,8 @@ func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
 // next delivery.
 func TestMigrateInboxTrim(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "feedd.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
-	for _, name := range []string{"migrations/001_init.sql", "migrations/002_social.sql"} {
-		body, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, string(body), `INSERT INTO feedd_migrations (name) VALUES ('`+name+`')`)
-	}
-	qs = append(qs, `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 300)
+	path := dbBefore(t, "migrations/003", `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 300)
 		INSERT INTO inbox (user_id, score, post_id) SELECT u, 1700000000000 + i, i FROM g, (SELECT 1 AS u UNION ALL SELECT 2)`)
-	for _, q := range qs {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	db, err := sqlite.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -243,34 +203,9 @@ func TestMigrateInboxTrim(t *testing.T) {
 // authors already out of push mode, so PullFollowees answers as before.
 func TestMigrateFollowsPull(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "feedd.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	qs := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
-	for _, f := range files {
-		if f >= "migrations/005" {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, string(b), `INSERT INTO feedd_migrations (name) VALUES ('`+f+`')`)
-	}
-	qs = append(qs,
+	path := dbBefore(t, "migrations/005",
 		`INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2)`,
 		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`)
-	for _, q := range qs {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	db, err := sqlite.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -287,4 +222,38 @@ func TestMigrateFollowsPull(t *testing.T) {
 	if got, err := db.PullFollowees(ctx, 1); err != nil || !slices.Equal(got, []int64{4}) {
 		t.Fatalf("PullFollowees(1) after SetMode(3, push) = %v, %v; want [4]", got, err)
 	}
+}
+
+// dbBefore makes a feedd.db in a temporary directory as a feedd of an
+// earlier release left it: the migrations whose names sort before upto,
+// each recorded as applied, then qs (its data). It returns the file's path.
+func dbBefore(t *testing.T, upto string, qs ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "feedd.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	files, _ := filepath.Glob("migrations/*.sql")
+	all := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
+	for _, f := range files {
+		if f >= upto {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, string(b), `INSERT INTO feedd_migrations (name) VALUES ('`+f+`')`)
+	}
+	for _, q := range append(all, qs...) {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
