@@ -370,26 +370,10 @@ func TestFindOrCreateUserConcurrent(t *testing.T) {
 // in push mode, active since their creation.
 func TestMigrateSocial(t *testing.T) {
 	ctx := t.Context()
-	url := testenv.PostgresURL(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	init, err := os.ReadFile("migrations/001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, string(init)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
-		INSERT INTO feedd_migrations (name) VALUES ('migrations/001_init.sql');
-		INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456);
+	url := dbBefore(t, "migrations/002",
+		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456);
 		INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789);
-		UPDATE users SET fans = 1 WHERE id = 2; UPDATE users SET followee = 1 WHERE id = 1`); err != nil {
-		t.Fatal(err)
-	}
+		UPDATE users SET fans = 1 WHERE id = 2; UPDATE users SET followee = 1 WHERE id = 1`)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -445,31 +429,8 @@ func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
 // its next delivery.
 func TestMigrateInboxTrim(t *testing.T) {
 	ctx := t.Context()
-	url := testenv.PostgresURL(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"migrations/001_init.sql", "migrations/002_social.sql"} {
-		body, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, string(body)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO inbox (user_id, score, post_id)
-		SELECT u, 1700000000000 + i, i FROM generate_series(1, 300) AS i, generate_series(1, 2) AS u`); err != nil {
-		t.Fatal(err)
-	}
+	url := dbBefore(t, "migrations/003", `INSERT INTO inbox (user_id, score, post_id)
+		SELECT u, 1700000000000 + i, i FROM generate_series(1, 300) AS i, generate_series(1, 2) AS u`)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -540,35 +501,9 @@ func TestDeliverConcurrentCap(t *testing.T) {
 // authors already out of push mode, so PullFollowees answers as before.
 func TestMigrateFollowsPull(t *testing.T) {
 	ctx := t.Context()
-	url := testenv.PostgresURL(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	for _, f := range files {
-		if f >= "migrations/004" {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, string(b)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2);
-		INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`); err != nil {
-		t.Fatal(err)
-	}
+	url := dbBefore(t, "migrations/004",
+		`INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2);
+		INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -585,4 +520,43 @@ func TestMigrateFollowsPull(t *testing.T) {
 	if got, err := db.PullFollowees(ctx, 1); err != nil || !slices.Equal(got, []int64{4}) {
 		t.Fatalf("PullFollowees(1) after SetMode(3, push) = %v, %v; want [4]", got, err)
 	}
+}
+
+// dbBefore makes a fresh database as a feedd of an earlier release left
+// it: the migrations whose names sort before upto, each recorded as
+// applied, then qs (its data). It returns the database's URL.
+func dbBefore(t *testing.T, upto string, qs ...string) string {
+	t.Helper()
+	ctx := t.Context()
+	url := testenv.PostgresURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("migrations/*.sql")
+	for _, f := range files {
+		if f >= upto {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range qs {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url
 }
