@@ -86,9 +86,7 @@ func TestPackedInPlace(t *testing.T) {
 				}
 				rotated := 0
 				for _, u := range all {
-					h, err := rdb.GetRange(ctx, redis.BodyKey(prefix, u), 0, redis.PackedHeaderSize-1).Bytes()
-					mustDo(t, err, "GETRANGE")
-					if len(h) == redis.PackedHeaderSize && binary.BigEndian.Uint32(h) != 0 {
+					if bodyRotated(t, rdb, redis.BodyKey(prefix, u)) {
 						rotated++
 					}
 					mustDo(t, ib.Trim(ctx, u, cap), "Trim")
@@ -198,9 +196,7 @@ func TestPackedMergeProperty(t *testing.T) {
 				check("the last operation", all...)
 				rotated := 0
 				for _, u := range all {
-					h, err := rdb.GetRange(ctx, redis.BodyKey(prefix, u), 0, redis.PackedHeaderSize-1).Bytes()
-					mustDo(t, err, "GETRANGE")
-					if len(h) == redis.PackedHeaderSize && binary.BigEndian.Uint32(h) != 0 {
+					if bodyRotated(t, rdb, redis.BodyKey(prefix, u)) {
 						rotated++
 					}
 					mustDo(t, packed.Trim(ctx, u, c.cap), "Trim")
@@ -213,4 +209,13 @@ func TestPackedMergeProperty(t *testing.T) {
 			})
 		}
 	})
+}
+
+// bodyRotated reports whether the packed body at key is a ring whose
+// newest entry is not in slot 0: one written in place.
+func bodyRotated(t *testing.T, rdb goredis.UniversalClient, key string) bool {
+	t.Helper()
+	h, err := rdb.GetRange(t.Context(), key, 0, redis.PackedHeaderSize-1).Bytes()
+	mustDo(t, err, "GETRANGE")
+	return len(h) == redis.PackedHeaderSize && binary.BigEndian.Uint32(h) != 0
 }
