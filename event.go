@@ -75,13 +75,21 @@ type Subscription interface {
 // ErrEventsLost ends a subscription whose events could not all be delivered.
 var ErrEventsLost = errors.New("live events were lost; reconnect with Last-Event-ID")
 
-// MarshalEvent is the wire form of an event between processes.
+// MarshalEvent is the wire form of an event between processes: the JSON
+// of wireEvent, written by hand (appendWireEvent) for the two kinds.
 func MarshalEvent(ev Event) ([]byte, error) {
-	return json.Marshal(wireEvent{Kind: ev.Kind, Score: ev.Entry.Score, PostID: ev.Entry.PostID, Users: ev.Users, Author: ev.Author})
+	if ev.Kind != EventPost && ev.Kind != EventDelete {
+		return json.Marshal(wireEvent{Kind: ev.Kind, Score: ev.Entry.Score, PostID: ev.Entry.PostID, Users: ev.Users, Author: ev.Author})
+	}
+	return appendWireEvent(make([]byte, 0, 48+len(ev.Users)*8), ev), nil
 }
 
-// UnmarshalEvent parses the wire form of an event.
+// UnmarshalEvent parses the wire form of an event: the form MarshalEvent
+// writes by a parser of its own (parseWireEvent), anything else as JSON.
 func UnmarshalEvent(b []byte) (Event, error) {
+	if ev, ok := parseWireEvent(b); ok {
+		return ev, nil
+	}
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err

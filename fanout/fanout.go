@@ -95,7 +95,7 @@ type Deps struct {
 	// BatchSize is how many followers one inbox write covers (default 1000).
 	BatchSize int
 	// SplitSize is the most followers one job delivers to; larger audiences
-	// are split into batch jobs of this size (default 5000).
+	// are split into batch jobs of this size (default 10000).
 	SplitSize int
 	// Observe is told of deliveries and their lag (feedd's metrics); nil:
 	// nobody is.
@@ -112,7 +112,7 @@ type Deps struct {
 // The defaults of Deps: a field that is zero or negative has its default
 // (max(v, 0) keeps negative values on the default, as cmp.Or alone would not).
 func (d *Deps) batchSize() int { return cmp.Or(max(d.BatchSize, 0), 1000) }
-func (d *Deps) splitSize() int { return cmp.Or(max(d.SplitSize, 0), 5000) }
+func (d *Deps) splitSize() int { return cmp.Or(max(d.SplitSize, 0), 10000) }
 func (d *Deps) inboxCap() int  { return cmp.Or(max(d.InboxCap, 0), feed.DefaultInboxCap) }
 func (d *Deps) backfill() int {
 	return min(cmp.Or(max(d.Backfill, 0), feed.DefaultBackfill), d.inboxCap())
@@ -358,56 +358,91 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return err
 	}
 	d.publish(ctx, a.Op, e, author, 0)
-	// A large audience: one batch job per SplitSize followers, the ranges'
-	// boundaries found by index probes rather than by reading the audience.
+	// A large audience: one batch job per SplitSize followers after the
+	// first, the ranges' boundaries found by index probes rather than by
+	// reading the audience. This job delivers the first range itself, while
+	// it finds the others and inserts their jobs: the first followers get
+	// the post without waiting for a batch job's insert and fetch, and this
+	// job's worker delivers instead of waiting on inserts (BENCHMARKS.md
+	// "Fan-out: the post job's own range").
 	client, err := river.ClientFromContextSafely[TTx](ctx)
 	if err != nil {
 		return err
 	}
+	own := newFlight(ctx, 1)
+	first := BatchArgs{Op: a.Op, PostID: a.PostID, AuthorID: a.AuthorID, Score: a.Score, After: 0, Upto: boundary, Since: since}
+	if err := own.run(func(ctx context.Context) error {
+		if err := deliverRange(ctx, d, first); err != nil {
+			return err
+		}
+		d.observeLag(a.Op, a.Score)
+		return nil
+	}); err != nil {
+		return own.wait(err)
+	}
+	return own.wait(insertRanges(own.ctx, client, d, first))
+}
+
+// insertRanges inserts the batch jobs of the ranges after first's, in
+// order: the first few in one transaction as soon as their boundaries are
+// known, so that idle workers start at once, then a hundred at a time.
+func insertRanges[TTx any](ctx context.Context, client *river.Client[TTx], d *Deps, first BatchArgs) error {
+	if first.Upto == math.MaxInt64 {
+		return nil
+	}
 	var params []river.InsertManyParams
 	inserted := 0
-	for after, upto := int64(0), boundary; ; {
+	flush := func() error {
+		if len(params) == 0 {
+			return nil
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return err
+		}
+		d.wake.Notify()
+		inserted += len(params)
+		params = params[:0]
+		return nil
+	}
+	split := d.splitSize()
+	for after := first.Upto; ; {
+		upto, err := d.Follows.NthFollowerAfter(ctx, first.AuthorID, after, split)
+		if err != nil {
+			return err
+		}
+		if upto == 0 {
+			// Fewer than SplitSize remain: one last range, if any at all.
+			if rest, err := d.Follows.NthFollowerAfter(ctx, first.AuthorID, after, 1); err != nil {
+				return err
+			} else if rest == 0 {
+				return flush()
+			}
+			upto = math.MaxInt64
+		}
+		args := first
+		args.After, args.Upto = after, upto
 		params = append(params, river.InsertManyParams{
-			Args: BatchArgs{Op: a.Op, PostID: a.PostID, AuthorID: a.AuthorID, Score: a.Score, After: after, Upto: upto, Since: since},
+			Args: args,
 			InsertOpts: &river.InsertOpts{
 				Priority:   priorityBatch,
 				UniqueOpts: river.UniqueOpts{ByArgs: true},
 			},
 		})
-		// The first jobs go in one by one, so workers start delivering
-		// while this job finds the rest of the ranges.
-		if len(params) == 100 || inserted < 4 {
-			if _, err := client.InsertMany(ctx, params); err != nil {
+		if len(params) == 100 || (inserted == 0 && len(params) == firstInserts) {
+			if err := flush(); err != nil {
 				return err
 			}
-			d.wake.Notify()
-			inserted += len(params)
-			params = params[:0]
 		}
 		if upto == math.MaxInt64 {
-			break
+			return flush()
 		}
 		after = upto
-		if upto, err = d.Follows.NthFollowerAfter(ctx, a.AuthorID, after, split); err != nil {
-			return err
-		} else if upto == 0 {
-			// Fewer than SplitSize remain: one last range, if any at all.
-			if rest, err := d.Follows.NthFollowerAfter(ctx, a.AuthorID, after, 1); err != nil {
-				return err
-			} else if rest == 0 {
-				break
-			}
-			upto = math.MaxInt64
-		}
 	}
-	if len(params) > 0 {
-		if _, err := client.InsertMany(ctx, params); err != nil {
-			return err
-		}
-		d.wake.Notify()
-	}
-	return nil
 }
+
+// firstInserts is how many batch jobs go in the first insert: enough for
+// the other workers of a default process (--workers 4) to start together.
+const firstInserts = 3
 
 type batchWorker struct {
 	river.WorkerDefaults[BatchArgs]
@@ -423,8 +458,12 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 }
 
 func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error {
-	a := job.Args
-	d := w.deps
+	return deliverRange(ctx, w.deps, job.Args)
+}
+
+// deliverRange applies a's op to the followers in a's range, in inbox
+// writes of BatchSize users, writesInFlight of them under way at once.
+func deliverRange(ctx context.Context, d *Deps, a BatchArgs) error {
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
 	after, size := a.After, d.batchSize()
 	f := newFlight(ctx, writesInFlight)

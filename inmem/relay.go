@@ -79,6 +79,12 @@ func (r *Relay) run(ctx context.Context) {
 			r.hub.Reset() // streams open during the outage may have missed events
 			r.log().Info("live events: subscription restored")
 		}, func(payload []byte) {
+			if r.hub.Len() == 0 {
+				// No stream open here: nothing to decode the event for (a
+				// fan-out's event names up to a batch of users; decoding
+				// them was 8% of a worker's CPU in a 1M fan-out).
+				return
+			}
 			ev, err := feed.UnmarshalEvent(payload)
 			if err != nil {
 				r.log().Warn("live events: bad message", "error", err)

@@ -124,7 +124,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	fs.BoolVar(&c.accessLog, "access-log", false, help("log one line per HTTP request (route, status, duration, user id)", "FEED_ACCESS_LOG"))
 	fromEnv("access-log", "FEED_ACCESS_LOG")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
-	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 5000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
+	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 10000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
 	num(&c.streamMax, "stream-limit", "FEED_STREAM_LIMIT", feedhttp.DefaultStreams, "open live timeline streams this process holds")
 	c.limits = feed.DefaultLoginLimits

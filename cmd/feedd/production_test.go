@@ -320,8 +320,8 @@ func TestTwoWorkersShareBigFanout(t *testing.T) {
 	}
 	workers := pgQueryInt(t, b.dbURL, `SELECT count(DISTINCT attempted_by[array_length(attempted_by, 1)]) FROM river_job WHERE kind = 'feed_batch'`)
 	batches := pgQueryInt(t, b.dbURL, `SELECT count(*) FROM river_job WHERE kind = 'feed_batch'`)
-	if batches != 50 || workers != 2 {
-		t.Fatalf("%d batch jobs worked by %d processes, want 50 by 2", batches, workers)
+	if batches != 49 || workers != 2 { // the post job delivers the first of 50 ranges itself
+		t.Fatalf("%d batch jobs worked by %d processes, want 49 by 2", batches, workers)
 	}
 }
 
