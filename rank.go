@@ -400,7 +400,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		}
 		for _, c := range m {
 			posts = append(posts, c)
-			if _, ok := v.follows[c.AuthorID]; !ok {
+			if !v.knows(c.AuthorID) {
 				v = nil // an author the entry knows nothing of
 			}
 		}
@@ -411,16 +411,23 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 			return nil, err
 		}
 		posts = rr.Posts
-		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, expires: now.Add(rs.ViewerTTL)}
+		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows, expires: now.Add(rs.ViewerTTL)}
 		if rs.ViewerTTL > 0 {
 			s.rankCache.putViewer(userID, v, tok)
 		}
 	}
 	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
 
-	aff := make(map[int64]Affinity, len(v.follows))
-	for a, at := range v.follows {
-		aff[a] = Affinity{FollowedAt: at}
+	// The affinity of the candidates' authors (v.follows may know many
+	// more: every author the viewer follows).
+	aff := make(map[int64]Affinity, len(authors)+len(posts))
+	for _, a := range authors {
+		aff[a] = Affinity{FollowedAt: v.follows[a]}
+	}
+	for _, c := range posts {
+		if _, ok := aff[c.AuthorID]; !ok {
+			aff[c.AuthorID] = Affinity{FollowedAt: v.follows[c.AuthorID]}
+		}
 	}
 	liked := make([]int64, 0, len(v.likes))
 	for _, l := range v.likes {

@@ -25,6 +25,11 @@ type RankReads struct {
 	// Follows holds, for each author asked about and each author of Posts,
 	// when the viewer started following them; zero when it does not.
 	Follows map[int64]time.Time
+	// AllFollows, when set, says that Follows also holds every author the
+	// viewer follows: an author absent from it is not followed. (A store
+	// reads all of a viewer's follows when there are few: one range of an
+	// index instead of a lookup per author.)
+	AllFollows bool
 }
 
 // RankLike is one of a viewer's likes.
@@ -56,8 +61,11 @@ type rankViewer struct {
 	since   int64 // ms
 	minID   int64
 	follows map[int64]time.Time
-	expires time.Time // zero: an entry that holds only inval
-	inval   uint64    // the last invalidation of the viewer (rankCache.mark)
+	// allFollows: follows holds every author the viewer follows
+	// (RankReads.AllFollows), so it knows every author.
+	allFollows bool
+	expires    time.Time // zero: an entry that holds only inval
+	inval      uint64    // the last invalidation of the viewer (rankCache.mark)
 }
 
 // covers reports whether v answers for a page's likes (since, minID) and
@@ -67,11 +75,20 @@ func (v *rankViewer) covers(since, minID int64, authors []int64, now time.Time) 
 		return false
 	}
 	for _, a := range authors {
-		if _, ok := v.follows[a]; !ok {
+		if !v.knows(a) {
 			return false
 		}
 	}
 	return true
+}
+
+// knows reports whether v says whether the viewer follows author.
+func (v *rankViewer) knows(author int64) bool {
+	if v.allFollows {
+		return true
+	}
+	_, ok := v.follows[author]
+	return ok
 }
 
 // gen2 is a map bounded by keeping two generations: lookups promote from

@@ -63,25 +63,40 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 // rankFactsQuery is RankFacts, in one row of three lists as rankLists
 // (NULL when empty): the posts among ?2 (a JSON array), "id,score,author,
 // likes" each; the viewer's (?1) likes since ?3 or of posts from id ?4 on,
-// of any author, "post,author,liked_at" each; the viewer's follows of the authors of ?5 (a JSON array) and of
-// the posts read, "author,followed_at" each (an author may repeat). Every
-// lookup is by primary key or index, and no temporary table is made (no
-// IN list, no MATERIALIZED, no UNION but ALL): in modernc's SQLite each costs more
+// of any author, "post,author,liked_at" each; and the viewer's follows,
+// "author,followed_at" each, up to rankAllFollows + 1 of them: one range
+// of the follows' primary key, cheaper than a lookup per candidate's
+// author (BENCHMARKS.md "The cold ranked page"). Every lookup is by
+// primary key or index, and no temporary table is made (no IN list, no
+// MATERIALIZED, no UNION but ALL): in modernc's SQLite each costs more
 // than the rows it would save.
 const rankFactsQuery = `SELECT (SELECT group_concat(p.id || ',' || p.created_at || ',' || p.user_id || ',' || p.liked, ' ')
 		FROM json_each(?2) j JOIN posts p ON p.id = j.value),
 	(SELECT group_concat(l.post_id || ',' || p.user_id || ',' || l.created_at, ' ')
 		FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ?1 AND (l.created_at >= ?3 OR l.post_id >= ?4)),
-	(SELECT group_concat(f.followee_id || ',' || f.created_at, ' ')
-		FROM (SELECT j.value AS author FROM json_each(?5) j
-			UNION ALL SELECT p.user_id FROM json_each(?2) j JOIN posts p ON p.id = j.value) a
-		JOIN follows f ON f.follower_id = ?1 AND f.followee_id = a.author)`
+	(SELECT group_concat(followee_id || ',' || created_at, ' ')
+		FROM (SELECT followee_id, created_at FROM follows WHERE follower_id = ?1 LIMIT ?5))`
 
-// RankFacts implements feed.RankFactReader with rankFactsQuery.
+// rankAllFollows is the most follows RankFacts reads whole; a viewer who
+// follows more has the follows of the page's authors looked up one by one
+// (rankFollowsQuery).
+const rankAllFollows = 2000
+
+// rankFollowsQuery is the viewer's (?1) follows of the authors of ?3 (a
+// JSON array) and of the posts among ?2 (a JSON array), "author,
+// followed_at" each (an author may repeat).
+const rankFollowsQuery = `SELECT group_concat(f.followee_id || ',' || f.created_at, ' ')
+		FROM (SELECT j.value AS author FROM json_each(?3) j
+			UNION ALL SELECT p.user_id FROM json_each(?2) j JOIN posts p ON p.id = j.value) a
+		JOIN follows f ON f.follower_id = ?1 AND f.followee_id = a.author`
+
+// RankFacts implements feed.RankFactReader with rankFactsQuery (and
+// rankFollowsQuery for a viewer of more than rankAllFollows follows).
 func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
 	var posts, likes, follows sql.NullString
-	err := db.readRow(ctx, rankFactsQuery, viewerID, idList(nonNil(ids)), ms(since), minID, idList(nonNil(authors))).
+	idsArg := idList(nonNil(ids))
+	err := db.readRow(ctx, rankFactsQuery, viewerID, idsArg, ms(since), minID, rankAllFollows+1).
 		Scan(&posts, &likes, &follows)
 	if err != nil {
 		return nil, err
@@ -103,6 +118,18 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 	}
 	for _, p := range rr.Posts {
 		rr.Follows[p.AuthorID] = time.Time{}
+	}
+	n := 0
+	if follows.Valid {
+		n = strings.Count(follows.String, " ") + 1
+	}
+	if n > rankAllFollows {
+		// Too many to keep: only the page's authors.
+		if err := db.readRow(ctx, rankFollowsQuery, viewerID, idsArg, idList(nonNil(authors))).Scan(&follows); err != nil {
+			return nil, err
+		}
+	} else {
+		rr.AllFollows = true
 	}
 	if err := eachTuple(follows.String, f[:2], func() {
 		rr.Follows[f[0]] = time.UnixMilli(f[1])
