@@ -1,18 +1,10 @@
 package feed
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 )
 
@@ -357,29 +349,6 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	return items, nil
 }
 
-// rankBuf is rankCached's scratch space for one page's cache lookup,
-// reused from page to page (rankBufs): a page's facts are ~10 KB, a fifth
-// of what a first ranked page allocated, and what a page allocates is how
-// often garbage collection runs under it (BENCHMARKS.md "The cold ranked
-// page").
-type rankBuf struct {
-	facts []rankFact
-	fresh []bool
-}
-
-var rankBufs = sync.Pool{New: func() any { return new(rankBuf) }}
-
-// get returns n zeroed facts and flags.
-func (b *rankBuf) get(n int) ([]rankFact, []bool) {
-	if cap(b.facts) < n {
-		b.facts, b.fresh = make([]rankFact, n), make([]bool, n)
-	}
-	b.facts, b.fresh = b.facts[:n], b.fresh[:n]
-	clear(b.facts)
-	clear(b.fresh)
-	return b.facts, b.fresh
-}
-
 // sortRanked sorts items best first; equal scores keep feed order (the
 // order of items' entries, so a stable sort would do the same, slower).
 func sortRanked(items []RankedItem) {
@@ -389,99 +358,6 @@ func sortRanked(items []RankedItem) {
 		}
 		return CompareEntries(Entry{PostID: a.PostID, Score: a.Score}, Entry{PostID: b.PostID, Score: b.Score})
 	})
-}
-
-// rankCached is rankCandidates with the cache (rankCache): it reads the
-// posts whose facts are unknown or whose count is stale, and the viewer's
-// likes and follows unless the cache holds them for these candidates; one
-// RankFacts statement, or only Candidates of the posts, or nothing.
-func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
-	ids := postIDs(entries)
-	buf := rankBufs.Get().(*rankBuf)
-	defer rankBufs.Put(buf)
-	facts, fresh := buf.get(len(ids))
-	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
-	var read []int64
-	authors := make([]int64, 0, len(ids))
-	minID := ids[0]
-	for i, id := range ids {
-		minID = min(minID, id)
-		if fresh[i] {
-			authors = append(authors, facts[i].author)
-		} else {
-			read = append(read, id)
-		}
-	}
-	slices.Sort(authors)
-	authors = slices.Compact(authors)
-	sinceMS := since.UnixMilli()
-	var posts []RankCandidate
-	if !v.covers(sinceMS, minID, authors, now) {
-		v = nil
-	} else if len(read) > 0 {
-		m, err := s.Ranks.Candidates(ctx, userID, read)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range m {
-			posts = append(posts, c)
-			if !v.knows(c.AuthorID) {
-				v = nil // an author the entry knows nothing of
-			}
-		}
-	}
-	if v == nil {
-		rr, err := r.RankFacts(ctx, userID, read, authors, minID, since)
-		if err != nil {
-			return nil, err
-		}
-		posts = rr.Posts
-		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows, expires: now.Add(rs.ViewerTTL)}
-		if rs.ViewerTTL > 0 {
-			s.rankCache.putViewer(userID, v, tok)
-		}
-	}
-	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
-
-	// The affinity of the candidates' authors (v.follows may know many
-	// more: every author the viewer follows).
-	aff := make(map[int64]Affinity, len(authors)+len(posts))
-	for _, a := range authors {
-		aff[a] = Affinity{FollowedAt: v.follows[a]}
-	}
-	for _, c := range posts {
-		if _, ok := aff[c.AuthorID]; !ok {
-			aff[c.AuthorID] = Affinity{FollowedAt: v.follows[c.AuthorID]}
-		}
-	}
-	liked := make([]int64, 0, len(v.likes))
-	for _, l := range v.likes {
-		if l.PostID >= minID {
-			liked = append(liked, l.PostID)
-		}
-		if a, ok := aff[l.AuthorID]; ok && l.At >= sinceMS {
-			a.Likes += Decay(now.Sub(time.UnixMilli(l.At)), rs.AffinityHalfLife)
-			aff[l.AuthorID] = a
-		}
-	}
-	slices.Sort(liked)
-	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
-	items := make([]RankedItem, 0, len(ids))
-	for i, e := range entries {
-		c := RankCandidate{PostID: e.PostID, AuthorID: facts[i].author, Score: facts[i].created, Likes: facts[i].likes}
-		if !fresh[i] {
-			k, ok := slices.BinarySearchFunc(posts, e.PostID, func(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id) })
-			if !ok {
-				continue // deleted
-			}
-			c = posts[k]
-		}
-		_, c.LikedByViewer = slices.BinarySearch(liked, e.PostID)
-		score, f := rs.score(c, userID, aff[c.AuthorID], now)
-		items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
-	}
-	sortRanked(items)
-	return items, nil
 }
 
 // rankInputs reads the candidates among ids and the viewer's affinity to
@@ -544,83 +420,4 @@ func newRank(score float64, f [len(RankFeatures)]float64) Rank {
 // affinity and follow age all use it.
 func Decay(age, halfLife time.Duration) float64 {
 	return math.Exp2(-max(age, 0).Hours() / halfLife.Hours())
-}
-
-// snapshotID returns a new random snapshot id (128 bits, hex).
-func (s *Service) snapshotID() (string, error) {
-	var b [16]byte
-	if _, err := io.ReadFull(s.rand(), b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// EncodeSnapshot is the stored form of a snapshot's items, one line each:
-// post id, entry score, rank score and the features in RankFeatures'
-// order, comma-separated. SnapshotSlice reads it, parsing only the lines
-// it returns: the one snapshot encoding of every store.
-func EncodeSnapshot(items []RankedItem) []byte {
-	b := make([]byte, 0, len(items)*64)
-	for _, it := range items {
-		b = strconv.AppendInt(b, it.PostID, 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, it.Score, 10)
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, it.Rank.Score, 'g', -1, 64)
-		for i := range RankFeatures {
-			b = append(b, ',')
-			b = strconv.AppendFloat(b, it.feature(i), 'g', -1, 64)
-		}
-		b = append(b, '\n')
-	}
-	return b
-}
-
-// SnapshotSlice returns at most limit items of an EncodeSnapshot body after
-// skipping offset, and whether more follow.
-func SnapshotSlice(body []byte, offset, limit int) ([]RankedItem, bool, error) {
-	for range offset {
-		i := bytes.IndexByte(body, '\n')
-		if i < 0 {
-			return []RankedItem{}, false, nil
-		}
-		body = body[i+1:]
-	}
-	items := []RankedItem{}
-	for len(body) > 0 && len(items) < limit {
-		i := bytes.IndexByte(body, '\n')
-		if i < 0 {
-			return nil, false, fmt.Errorf("decode snapshot: unterminated line")
-		}
-		it, err := decodeRankedItem(string(body[:i]))
-		if err != nil {
-			return nil, false, err
-		}
-		items = append(items, it)
-		body = body[i+1:]
-	}
-	return items, len(body) > 0, nil
-}
-
-func decodeRankedItem(line string) (RankedItem, error) {
-	parts := strings.Split(line, ",")
-	if len(parts) != 3+len(RankFeatures) {
-		return RankedItem{}, fmt.Errorf("decode snapshot: %d fields in %q", len(parts), line)
-	}
-	var it RankedItem
-	var err error
-	var errs [3 + len(RankFeatures)]error
-	it.PostID, errs[0] = strconv.ParseInt(parts[0], 10, 64)
-	it.Score, errs[1] = strconv.ParseInt(parts[1], 10, 64)
-	score, e := strconv.ParseFloat(parts[2], 64)
-	errs[2] = e
-	var f [len(RankFeatures)]float64
-	for i := range f {
-		f[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
-	}
-	if err = errors.Join(errs[:]...); err != nil {
-		return RankedItem{}, fmt.Errorf("decode snapshot: %w", err)
-	}
-	it.Rank = newRank(score, f)
-	return it, nil
 }

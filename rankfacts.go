@@ -1,6 +1,9 @@
 package feed
 
 import (
+	"cmp"
+	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -248,4 +251,120 @@ func (c *rankCache) forgetPost(id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.posts.delete(id)
+}
+
+// rankCached is rankCandidates with the cache (rankCache): it reads the
+// posts whose facts are unknown or whose count is stale, and the viewer's
+// likes and follows unless the cache holds them for these candidates; one
+// RankFacts statement, or only Candidates of the posts, or nothing.
+func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
+	ids := postIDs(entries)
+	buf := rankBufs.Get().(*rankBuf)
+	defer rankBufs.Put(buf)
+	facts, fresh := buf.get(len(ids))
+	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
+	var read []int64
+	authors := make([]int64, 0, len(ids))
+	minID := ids[0]
+	for i, id := range ids {
+		minID = min(minID, id)
+		if fresh[i] {
+			authors = append(authors, facts[i].author)
+		} else {
+			read = append(read, id)
+		}
+	}
+	slices.Sort(authors)
+	authors = slices.Compact(authors)
+	sinceMS := since.UnixMilli()
+	var posts []RankCandidate
+	if !v.covers(sinceMS, minID, authors, now) {
+		v = nil
+	} else if len(read) > 0 {
+		m, err := s.Ranks.Candidates(ctx, userID, read)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range m {
+			posts = append(posts, c)
+			if !v.knows(c.AuthorID) {
+				v = nil // an author the entry knows nothing of
+			}
+		}
+	}
+	if v == nil {
+		rr, err := r.RankFacts(ctx, userID, read, authors, minID, since)
+		if err != nil {
+			return nil, err
+		}
+		posts = rr.Posts
+		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows, expires: now.Add(rs.ViewerTTL)}
+		if rs.ViewerTTL > 0 {
+			s.rankCache.putViewer(userID, v, tok)
+		}
+	}
+	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
+
+	// The affinity of the candidates' authors (v.follows may know many
+	// more: every author the viewer follows).
+	aff := make(map[int64]Affinity, len(authors)+len(posts))
+	for _, a := range authors {
+		aff[a] = Affinity{FollowedAt: v.follows[a]}
+	}
+	for _, c := range posts {
+		if _, ok := aff[c.AuthorID]; !ok {
+			aff[c.AuthorID] = Affinity{FollowedAt: v.follows[c.AuthorID]}
+		}
+	}
+	liked := make([]int64, 0, len(v.likes))
+	for _, l := range v.likes {
+		if l.PostID >= minID {
+			liked = append(liked, l.PostID)
+		}
+		if a, ok := aff[l.AuthorID]; ok && l.At >= sinceMS {
+			a.Likes += Decay(now.Sub(time.UnixMilli(l.At)), rs.AffinityHalfLife)
+			aff[l.AuthorID] = a
+		}
+	}
+	slices.Sort(liked)
+	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
+	items := make([]RankedItem, 0, len(ids))
+	for i, e := range entries {
+		c := RankCandidate{PostID: e.PostID, AuthorID: facts[i].author, Score: facts[i].created, Likes: facts[i].likes}
+		if !fresh[i] {
+			k, ok := slices.BinarySearchFunc(posts, e.PostID, func(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id) })
+			if !ok {
+				continue // deleted
+			}
+			c = posts[k]
+		}
+		_, c.LikedByViewer = slices.BinarySearch(liked, e.PostID)
+		score, f := rs.score(c, userID, aff[c.AuthorID], now)
+		items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
+	}
+	sortRanked(items)
+	return items, nil
+}
+
+// rankBuf is rankCached's scratch space for one page's cache lookup,
+// reused from page to page (rankBufs): a page's facts are ~10 KB, a fifth
+// of what a first ranked page allocated, and what a page allocates is how
+// often garbage collection runs under it (BENCHMARKS.md "The cold ranked
+// page").
+type rankBuf struct {
+	facts []rankFact
+	fresh []bool
+}
+
+var rankBufs = sync.Pool{New: func() any { return new(rankBuf) }}
+
+// get returns n zeroed facts and flags.
+func (b *rankBuf) get(n int) ([]rankFact, []bool) {
+	if cap(b.facts) < n {
+		b.facts, b.fresh = make([]rankFact, n), make([]bool, n)
+	}
+	b.facts, b.fresh = b.facts[:n], b.fresh[:n]
+	clear(b.facts)
+	clear(b.fresh)
+	return b.facts, b.fresh
 }
