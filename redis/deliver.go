@@ -32,7 +32,7 @@ return removed
 // body marker has no body (nb = 0), so compactLua would neither merge nor
 // cut.
 //
-//	KEYS[1] head key (InboxKey), KEYS[2] body key (BodyKey)
+//	KEYS[1] head key (PackedHeadKey), KEYS[2] body key (BodyKey)
 //	ARGV[1] score, ARGV[2] member: the entry (as ZADD takes them)
 //	ARGV[3] cap, ARGV[4] headMax: as compactScript's
 //

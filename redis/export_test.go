@@ -9,9 +9,10 @@ func WireFallbacks(ib *Inbox) int64 {
 	return ib.wire.fallbacks.Load()
 }
 
-// AppendedKeys are the inbox, packed body and outbox keys of id as the wire
-// path builds them.
-func AppendedKeys(prefix string, id int64) (inbox, body, outbox string) {
+// AppendedKeys are the inbox, packed head, packed body and outbox keys of
+// id as the wire path builds them.
+func AppendedKeys(prefix string, id int64) (inbox, head, body, outbox string) {
 	inbox = string(appendInboxKey(nil, prefix, id))
-	return inbox, inbox + bodySuffix, string(appendOutboxKey(nil, prefix, id))
+	head = string(appendPackedHeadKey(nil, prefix, id))
+	return inbox, head, head[:len(head)-len(headSuffix)] + bodySuffix, string(appendOutboxKey(nil, prefix, id))
 }

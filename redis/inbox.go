@@ -43,11 +43,14 @@ type InboxOptions struct {
 
 // Inbox is feed.Inbox on Redis: one sorted set per user, score = the post's
 // time in ms, member = the decimal post id, plus a sentinel member that tells
-// a built inbox from a lost one.
+// a built inbox from a lost one (LayoutSortedSet; LayoutPacked, the default,
+// is described there).
 //
 // Redis orders equal scores by member bytes ("9" after "10"); feed order is
 // by numeric post id. Page and Trim therefore read whole tie groups and
 // order them numerically, so their results equal the SQLite inbox's exactly.
+// (A packed head's members are packed entries, whose byte order is feed
+// order.)
 type Inbox struct {
 	rdb    goredis.UniversalClient
 	prefix string
@@ -70,6 +73,9 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 		opts.Cap = feed.DefaultInboxCap
 	}
 	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, appendKey: appendInboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
+	if ib.layout == LayoutPacked {
+		ib.keyOf, ib.appendKey = PackedHeadKey, appendPackedHeadKey
+	}
 	if !opts.NoWire && wireUsable(rdb) {
 		ib.wire = &wire{}
 	}
@@ -77,6 +83,20 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 }
 
 func (ib *Inbox) key(userID int64) string { return ib.keyOf(ib.prefix, userID) }
+
+// HeadKey is the sorted set that takes userID's deliveries: InboxKey, or on
+// a packed inbox its head (PackedHeadKey). For tests and benchmarks that
+// look into Redis.
+func (ib *Inbox) HeadKey(userID int64) string { return ib.key(userID) }
+
+// HeadMember is e's member in HeadKey: the decimal post id, or on a packed
+// inbox the packed entry.
+func (ib *Inbox) HeadMember(e feed.Entry) string {
+	if ib.layout == LayoutPacked {
+		return packedMember(e)
+	}
+	return member(e.PostID)
+}
 
 func member(postID int64) string { return strconv.FormatInt(postID, 10) }
 

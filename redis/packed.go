@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -20,8 +19,11 @@ const (
 	// LayoutPacked (the default) keeps each inbox as a small sorted set, the
 	// head, which takes fresh deliveries with a plain ZADD, plus a string,
 	// the body, into which the head is compacted now and then: a ring of
-	// 14-byte entries in feed order, written in place. See PackedEntrySize,
-	// PackedHeaderSize and BodyKey.
+	// 14-byte entries in feed order, written in place. A head's members are
+	// those same 14-byte entries (its scores the post times), so Redis keeps
+	// them in exact feed order and a compaction copies them into the body as
+	// they are. See PackedEntrySize, PackedHeaderSize, PackedHeadKey and
+	// BodyKey.
 	LayoutPacked Layout = "packed"
 	// LayoutSortedSet keeps each inbox as one sorted set:
 	// ~113 bytes an entry at the default cap of 800 with
@@ -104,9 +106,6 @@ const bodyMarker = "="
 //	                          the first not newer than (s, h, l), and how many
 //	ringWrite(bkey, capa, ns, p)  packed entries written into slots ns, ns+1,
 //	                          ... modulo capa (SETRANGE, one or two)
-//	packTriples(v)            a flat list of triples packed in one call
-//	limbs(m)                  the decimal post id m as (h, l), exactly, also
-//	                          above 2^53
 const packedLua = `
 local W = 14
 local function at(body, j)
@@ -211,25 +210,6 @@ local function ringWrite(bkey, capa, ns, p)
     redis.call('SETRANGE', bkey, H, string.sub(p, a * W + 1))
   end
 end
--- The flat list of triples v (s1, h1, l1, s2, ...) packed, in one call.
-local function packTriples(v)
-  return struct.pack('>' .. string.rep('I6I4I4', #v / 3), unpack(v))
-end
-local function limbs(m)
-  if #m <= 15 then
-    local n = tonumber(m)
-    local h = math.floor(n / 4294967296)
-    return h, n - h * 4294967296
-  end
-  local h, l = 0, 0
-  for i = 1, #m do
-    l = l * 10 + string.byte(m, i) - 48
-    local c = math.floor(l / 4294967296)
-    l = l - c * 4294967296
-    h = h * 10 + c
-  end
-  return h, l
-end
 `
 
 // compactLua compacts an inbox: when its head holds more than headMax
@@ -248,7 +228,10 @@ end
 //     order, a few when some came late; an entry already there is not
 //     repeated), and the result is written (SETRANGE) over the top and the
 //     slots before the ring's start, over its oldest entries once it is
-//     full; the entries below the top stay where they are;
+//     full; the entries below the top stay where they are. When the top's
+//     newest is older than every head entry (deliveries in order), the
+//     head's members, already packed entries in feed order, are written as
+//     they are, before the top, without a triple unpacked;
 //   - otherwise (a growing inbox, whose ring has no free slots) the general
 //     merge: every head entry merged into the whole body, cut to cap and
 //     written back with one SET (all cap slots when it holds at least
@@ -268,13 +251,13 @@ local removed = 0
 local reserve = math.min(math.floor(headMax / 4), 8)
 local card = redis.call('ZCARD', head)
 -- The head's three lowest members: the sentinel and the marker when it
--- holds them (both at -inf), then its oldest entry.
-local low = redis.call('ZRANGE', head, 0, 2, 'WITHSCORES')
+-- holds them (both at -inf, '-' before '='), then its oldest entry.
+local low = redis.call('ZRANGE', head, 0, 2)
 local built = low[1] == '-'
-local marked = low[1] == '=' or low[3] == '='
-local k, oldest = card, 2
-if built then k, oldest = k - 1, oldest + 2 end
-if marked then k, oldest = k - 1, oldest + 2 end
+local marked = low[1] == '=' or low[2] == '='
+local k, oldest = card, 1
+if built then k, oldest = k - 1, oldest + 1 end
+if marked then k, oldest = k - 1, oldest + 1 end
 oldest = low[oldest]
 local st, nb, capa = 0, 0, 0
 if marked then
@@ -289,14 +272,14 @@ end
 if k > headMax or k + nb > cap then
   local done = false
   if k <= headMax and k <= cap then
-    -- The cut alone, the usual case of a full inbox: when every head entry
-    -- is newer (by score) than the body's newest, the newest cap entries
-    -- are the head's k and the body's first cap - k, so the body's count
-    -- drops to cap - k (one SETRANGE of its header); the head stays.
+    -- The cut alone: when every head entry is newer (by score) than the
+    -- body's newest, the newest cap entries are the head's k and the body's
+    -- first cap - k, so the body's count drops to cap - k (one SETRANGE of
+    -- its header); the head stays.
     local ok = k == 0
     if not ok then
       local s = ringAt(bkey, st, capa, 0)
-      ok = tonumber(oldest) + 140737488355328 > s
+      ok = struct.unpack('>I6', oldest) > s
     end
     if ok then
       removed = nb - (cap - k)
@@ -305,22 +288,9 @@ if k > headMax or k + nb > cap then
     end
   end
   if not done then
-    local r = redis.call('ZRANGEBYSCORE', head, '(-inf', '+inf', 'WITHSCORES')
-    -- The head's k entries, newest first in exact feed order, as triples
-    -- (S[i], Hi[i], Lo[i]). Insertion sort: read from the end, ZRANGE's
-    -- order is already newest first but within a tie group (member bytes
-    -- are not id order), so an entry moves only past its ties.
-    local S, Hi, Lo = {}, {}, {}
-    for i = #r - 1, 1, -2 do
-      local s = tonumber(r[i + 1]) + 140737488355328
-      local h, l = limbs(r[i])
-      local j = #S
-      while j > 0 and S[j] == s and newer(s, h, l, S[j], Hi[j], Lo[j]) do
-        S[j + 1], Hi[j + 1], Lo[j + 1] = S[j], Hi[j], Lo[j]
-        j = j - 1
-      end
-      S[j + 1], Hi[j + 1], Lo[j + 1] = s, h, l
-    end
+    -- The head's k entries, newest first in exact feed order: its members
+    -- are packed entries, so at one score Redis's byte order is id order.
+    local r = redis.call('ZREVRANGEBYSCORE', head, '+inf', '(-inf')
     -- How many of the head's entries, its oldest, the merge takes.
     local empty, drop = false, k
     if capa > 0 and cap > 0 and math.min(nb + k, cap) <= capa then
@@ -335,45 +305,55 @@ if k > headMax or k + nb > cap then
       -- their scores are above every other entry's: so a delivery that comes
       -- a little late after this merge is still newer than the body's
       -- newest, and the next trims cut.
-      local top, T = ringTop(bkey, st, nb, capa, S[k], Hi[k], Lo[k])
+      local ks, kh, kl = struct.unpack('>I6I4I4', r[k])
+      local top, T = ringTop(bkey, st, nb, capa, ks, kh, kl)
+      local ts, th, tl = -1, 0, 0
+      if T > 0 then ts, th, tl = at(top, 0) end
       local keep = 0
       if card <= 128 then
         keep = math.min(reserve, k - 1, cap - 1)
-        local ts = -1
-        if T > 0 then ts = at(top, 0) end
-        while keep > 0 and (S[keep] == S[keep + 1] or S[keep] <= ts) do keep = keep - 1 end
-      end
-      -- Merge head entries keep+1 .. k with the top.
-      local parts, v, dups = {}, {}, 0
-      local i, j = keep + 1, 0
-      local ts, th, tl
-      if T > 0 then ts, th, tl = at(top, 0) end
-      while i <= k do
-        if j < T and newer(ts, th, tl, S[i], Hi[i], Lo[i]) then
-          if #v > 0 then parts[#parts + 1] = packTriples(v) v = {} end
-          local j0 = j
-          repeat
-            j = j + 1
-            if j < T then ts, th, tl = at(top, j) end
-          until j >= T or not newer(ts, th, tl, S[i], Hi[i], Lo[i])
-          parts[#parts + 1] = string.sub(top, j0 * W + 1, j * W)
-        else
-          if j < T and ts == S[i] and th == Hi[i] and tl == Lo[i] then
-            dups = dups + 1
-          else
-            local n = #v
-            v[n + 1], v[n + 2], v[n + 3] = S[i], Hi[i], Lo[i]
-            if n + 3 >= 768 then parts[#parts + 1] = packTriples(v) v = {} end
-          end
-          i = i + 1
+        while keep > 0 do
+          local s1 = struct.unpack('>I6', r[keep])
+          if s1 > ts and s1 ~= struct.unpack('>I6', r[keep + 1]) then break end
+          keep = keep - 1
         end
       end
-      if #v > 0 then parts[#parts + 1] = packTriples(v) end
-      if j < T then parts[#parts + 1] = string.sub(top, j * W + 1) end
-      local seg = table.concat(parts)
+      local seg, dups
+      if T == 0 or newer(ks, kh, kl, ts, th, tl) then
+        -- Every head entry is newer than the top's newest: the segment is
+        -- the head's entries keep+1 .. k as they are, written just before
+        -- the top, which stays.
+        seg, dups = table.concat(r, '', keep + 1, k), 0
+      else
+        -- Merge head entries keep+1 .. k with the top.
+        local parts, i, j = {}, keep + 1, 0
+        local s, h, l = struct.unpack('>I6I4I4', r[i])
+        dups = 0
+        while i <= k do
+          if j < T and newer(ts, th, tl, s, h, l) then
+            local j0 = j
+            repeat
+              j = j + 1
+              if j < T then ts, th, tl = at(top, j) end
+            until j >= T or not newer(ts, th, tl, s, h, l)
+            parts[#parts + 1] = string.sub(top, j0 * W + 1, j * W)
+          else
+            if j < T and ts == s and th == h and tl == l then
+              dups = dups + 1
+            else
+              parts[#parts + 1] = r[i]
+            end
+            i = i + 1
+            if i <= k then s, h, l = struct.unpack('>I6I4I4', r[i]) end
+          end
+        end
+        if j < T then parts[#parts + 1] = string.sub(top, j * W + 1) end
+        seg = table.concat(parts)
+      end
       -- The body now holds its nb entries and the m new ones, cut so that
       -- with the head's keep it holds cap; the segment ends where the top
-      -- did, so the entries below the top stay in their slots.
+      -- did (or, when it holds head entries alone, where the top starts), so
+      -- the entries below stay in their slots.
       local m = k - keep - dups
       local nn = math.min(nb + m, cap - keep)
       local ns = (st - m) % capa
@@ -388,19 +368,20 @@ if k > headMax or k + nb > cap then
       local body = linear(bkey, st, nb, capa)
       local parts, pos, dups = {}, 0, 0
       for i = 1, k do
+        local hs, hh, hl = struct.unpack('>I6I4I4', r[i])
         local j = pos
         if j < nb then
           local s, h, l = at(body, j)
-          if newer(s, h, l, S[i], Hi[i], Lo[i]) then j = first(body, j + 1, nb, S[i], Hi[i], Lo[i]) end
+          if newer(s, h, l, hs, hh, hl) then j = first(body, j + 1, nb, hs, hh, hl) end
         end
         if j > pos then parts[#parts + 1] = string.sub(body, pos * W + 1, j * W) end
         pos = j
         local dup = false
         if j < nb then
           local s, h, l = at(body, j)
-          dup = s == S[i] and h == Hi[i] and l == Lo[i]
+          dup = s == hs and h == hh and l == hl
         end
-        if dup then dups = dups + 1 else parts[#parts + 1] = struct.pack('>I6I4I4', S[i], Hi[i], Lo[i]) end
+        if dup then dups = dups + 1 else parts[#parts + 1] = r[i] end
       end
       -- The rest of the body, cut so that the whole holds at most cap entries.
       local len = 0
@@ -448,7 +429,7 @@ end
 
 // compactScript compacts one packed inbox (compactLua).
 //
-//	KEYS[1] head key (InboxKey), KEYS[2] body key (BodyKey)
+//	KEYS[1] head key (PackedHeadKey), KEYS[2] body key (BodyKey)
 //	ARGV[1] cap: how many entries the inbox keeps (>= 0)
 //	ARGV[2] headMax: compact when the head holds more entries than this
 //	        (or head and body more than cap)
@@ -463,7 +444,9 @@ return removed
 // packedAddScript adds entries to one packed inbox's head, then compacts it
 // (compactLua).
 //
-//	KEYS[1] head key, KEYS[2] body key
+//	KEYS[1] head key, KEYS[2] body key, and for Restore KEYS[3], InboxKey:
+//	        the inbox's key in releases before the head had a key of its own
+//	        (its members decimal ids), deleted
 //	ARGV[1] cap, ARGV[2] headMax: as compactScript's
 //	ARGV[3], ARGV[4], ... score, member pairs to add (Restore adds the
 //	        sentinel as one of them: -inf, "-")
@@ -471,6 +454,7 @@ return removed
 // Returns the number of entries removed by the cut to cap.
 var packedAddScript = goredis.NewScript(`
 local head, bkey, cap, headMax = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
 if redis.call('ZSCORE', head, '=') and redis.call('EXISTS', bkey) == 0 then
   -- A lost body: the inbox is lost; what is added now (Restore's sentinel
   -- included) starts it afresh.
@@ -487,14 +471,13 @@ return removed
 // and its body.
 //
 //	KEYS[1] head key, KEYS[2] body key
-//	ARGV[1] the member (decimal post id)
-//	ARGV[2], ARGV[3], ARGV[4] the entry's packed triple (s, h, l), or
-//	        ARGV[2] = "" when its score cannot be in a body
+//	ARGV[1] the member (the packed entry)
+//	ARGV[2], ARGV[3], ARGV[4] the entry's packed triple (s, h, l)
 //
 // Returns 1 if the body held the entry, else 0.
 var packedRemoveScript = goredis.NewScript(packedLua + `
 redis.call('ZREM', KEYS[1], ARGV[1])
-if ARGV[2] == '' or not redis.call('ZSCORE', KEYS[1], '=') then return 0 end
+if not redis.call('ZSCORE', KEYS[1], '=') then return 0 end
 local st, nb, capa, found = header(KEYS[2])
 if nb == 0 then return 0 end
 local s, h, l = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -522,9 +505,11 @@ return 1
 //	        a body can hold
 //
 // Returns nil when the inbox is lost (no sentinel, or a body marker without
-// a body). Otherwise {head, body} or {head, body, group}: head and group as
-// pageScript's, over the head; body the packed bytes of the first n
-// admitted entries of the body (binary search for the bound).
+// a body). Otherwise {head, body}: head the head's members (packed entries)
+// with score <= max, newest first in exact feed order, the first n and,
+// when before is given, as many more as the head holds at max (those the
+// bound may exclude); body the packed bytes of the first n admitted entries
+// of the body (binary search for the bound).
 var packedPageScript = goredis.NewScript(packedLua + `
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return false end
 local n = tonumber(ARGV[2])
@@ -537,16 +522,8 @@ if redis.call('ZSCORE', KEYS[1], '=') then
     slice = ringSlice(KEYS[2], st, nb, capa, j, n)
   end
 end
-local before = ARGV[4]
-if before ~= '' then
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])) do
-    if #m > #before or (#m == #before and m >= before) then n = n + 1 end
-  end
-end
-local head = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '(-inf', 'WITHSCORES', 'LIMIT', 0, n)
-if #head < 2 * n then return {head, slice} end
-local s = head[#head]
-return {head, slice, redis.call('ZRANGEBYSCORE', KEYS[1], s, s)}
+if ARGV[4] ~= '' then n = n + redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[1]) end
+return {redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '(-inf', 'LIMIT', 0, n), slice}
 `)
 
 // packable reports whether score fits a packed body.
@@ -597,14 +574,36 @@ func decodeBody(s string) ([]feed.Entry, error) {
 		return nil, fmt.Errorf("packed body of %d bytes", len(s))
 	}
 	out := make([]feed.Entry, 0, len(s)/PackedEntrySize)
-	var buf [8]byte
 	for i := 0; i < len(s); i += PackedEntrySize {
-		copy(buf[2:], s[i:i+6])
-		score := int64(binary.BigEndian.Uint64(buf[:])) - scoreBias
-		id := int64(binary.BigEndian.Uint64([]byte(s[i+6 : i+14])))
-		out = append(out, feed.Entry{PostID: id, Score: score})
+		out = append(out, decodeEntry(s[i:i+PackedEntrySize]))
 	}
 	return out, nil
+}
+
+// decodeEntry decodes one packed entry (PackedEntrySize bytes).
+func decodeEntry(s string) feed.Entry {
+	var score uint64
+	for i := range 6 {
+		score = score<<8 | uint64(s[i])
+	}
+	var id uint64
+	for i := 6; i < PackedEntrySize; i++ {
+		id = id<<8 | uint64(s[i])
+	}
+	return feed.Entry{PostID: int64(id), Score: int64(score) - scoreBias}
+}
+
+// packedMember is e as a packed entry (PackedEntrySize bytes): a packed
+// head's member. e must be packable (checkPackable).
+func packedMember(e feed.Entry) string {
+	var b [PackedEntrySize]byte
+	s := uint64(e.Score + scoreBias)
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(s)
+		s >>= 8
+	}
+	binary.BigEndian.PutUint64(b[6:], uint64(e.PostID))
+	return string(b[:])
 }
 
 func (ib *Inbox) headMaxArg() int {
@@ -625,7 +624,7 @@ func (ib *Inbox) deliverPacked(ctx context.Context, e feed.Entry, userIDs []int6
 	if err := checkPackable(e); err != nil {
 		return err
 	}
-	z := goredis.Z{Score: float64(e.Score), Member: member(e.PostID)}
+	z := goredis.Z{Score: float64(e.Score), Member: packedMember(e)}
 	args := []any{e.Score, z.Member, ib.cap, ib.headMaxArg()}
 	var compacts []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -650,22 +649,26 @@ func (ib *Inbox) addPacked(ctx context.Context, userID int64, restore bool, entr
 	}
 	args := make([]any, 0, 4+2*len(entries))
 	args = append(args, ib.cap, ib.headMaxArg())
+	keys := ib.keys(userID)
 	if restore {
 		args = append(args, "-inf", sentinel)
+		keys = append(keys, InboxKey(ib.prefix, userID))
 	}
 	for _, e := range entries {
-		args = append(args, e.Score, member(e.PostID))
+		args = append(args, e.Score, packedMember(e))
 	}
-	return packedAddScript.Run(ctx, ib.rdb, ib.keys(userID), args...).Err()
+	return packedAddScript.Run(ctx, ib.rdb, keys, args...).Err()
 }
 
 // removePacked is Remove on a packed inbox: one pipelined
 // packedRemoveScript call per inbox.
+// An entry that cannot be packed is in no packed inbox: there is nothing to
+// remove.
 func (ib *Inbox) removePacked(ctx context.Context, e feed.Entry, userIDs []int64) error {
-	args := []any{member(e.PostID), ""}
-	if packable(e.Score) && e.PostID >= 0 {
-		args = append([]any{member(e.PostID)}, tripleArgs(e)...)
+	if checkPackable(e) != nil {
+		return nil
 	}
+	args := append([]any{packedMember(e)}, tripleArgs(e)...)
 	var calls []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
@@ -685,19 +688,26 @@ func (ib *Inbox) trimPacked(ctx context.Context, userID int64, cap int) error {
 }
 
 // packedPageEntries is Page's reading of a packedPageScript reply: the
-// head's entries as Page reads a sorted set, merged with the body's (already
-// in feed order), an entry in both counted once.
+// head's entries that b admits (already in feed order), merged with the
+// body's (in feed order too), an entry in both counted once.
 func packedPageEntries(res []any, b feed.Bound) ([]feed.Entry, error) {
-	if len(res) < 2 {
+	if len(res) != 2 {
 		return nil, fmt.Errorf("unexpected reply %v", res)
 	}
-	slice, ok := res[1].(string)
-	if !ok {
+	members, ok := res[0].([]any)
+	slice, ok2 := res[1].(string)
+	if !ok || !ok2 {
 		return nil, fmt.Errorf("unexpected reply %v", res)
 	}
-	head, err := parsePage(slices.Delete(slices.Clone(res), 1, 2), b)
-	if err != nil {
-		return nil, err
+	head := make([]feed.Entry, 0, len(members))
+	for _, m := range members {
+		s, ok := m.(string)
+		if !ok || len(s) != PackedEntrySize {
+			return nil, fmt.Errorf("packed head member %q", m)
+		}
+		if e := decodeEntry(s); b.Admits(e) {
+			head = append(head, e)
+		}
 	}
 	body, err := decodeBody(slice)
 	if err != nil {

@@ -2,9 +2,12 @@ package redis_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -218,4 +221,55 @@ func bodyRotated(t *testing.T, rdb goredis.UniversalClient, key string) bool {
 	h, err := rdb.GetRange(t.Context(), key, 0, redis.PackedHeaderSize-1).Bytes()
 	mustDo(t, err, "GETRANGE")
 	return len(h) == redis.PackedHeaderSize && binary.BigEndian.Uint32(h) != 0
+}
+
+// TestPackedEarlierHead: a packed inbox of the releases before the head had a
+// key of its own (the head at InboxKey, its members decimal post ids, and the
+// body) reads as lost after the upgrade; its rebuild holds exactly what it
+// was rebuilt with, none of the old body's entries, and deletes the old
+// head. Deliveries in between go to the new head and are kept by the
+// rebuild, as on any lost inbox.
+func TestPackedEarlierHead(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		ctx := t.Context()
+		rdb, prefix := open(t)
+		const user = 42
+		var old []feed.Entry
+		for i := int64(1); i <= 60; i++ {
+			old = append(old, feed.Entry{PostID: 1000 + i, Score: s0 + i})
+		}
+		// The earlier layout, built by hand: sentinel, marker and decimal
+		// members at InboxKey; a body of the same format as today's, made by
+		// a packed inbox of another prefix (same hash tag) and renamed.
+		head := redis.InboxKey(prefix, user)
+		mustDo(t, rdb.ZAdd(ctx, head, goredis.Z{Score: math.Inf(-1), Member: "-"}, goredis.Z{Score: math.Inf(-1), Member: "="}).Err(), "ZADD")
+		for _, e := range old[50:] {
+			mustDo(t, rdb.ZAdd(ctx, head, goredis.Z{Score: float64(e.Score), Member: strconv.FormatInt(e.PostID, 10)}).Err(), "ZADD")
+		}
+		other := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix + "x:", Layout: redis.LayoutPacked})
+		mustDo(t, other.Restore(ctx, user, old[:50]), "Restore")
+		mustDo(t, rdb.Rename(ctx, redis.BodyKey(prefix+"x:", user), redis.BodyKey(prefix, user)).Err(), "RENAME")
+
+		ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: prefix, Layout: redis.LayoutPacked})
+		if _, err := ib.Page(ctx, user, feed.Top(), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
+			t.Fatalf("Page of an inbox of the earlier layout: %v, want feed.ErrInboxLost", err)
+		}
+		late := feed.Entry{PostID: 5000, Score: s0 + 500}
+		mustDo(t, ib.Deliver(ctx, late, []int64{user}), "Deliver")
+		rebuilt := []feed.Entry{{PostID: 7, Score: s0 + 7}, {PostID: 3, Score: s0 + 3}}
+		mustDo(t, ib.Restore(ctx, user, rebuilt), "Restore")
+		wantEntries(t, "rebuilt", pageAll(t, ib, user), inOrder(append(rebuilt, late)))
+		if n := rdb.Exists(ctx, head).Val(); n != 0 {
+			t.Fatalf("the earlier head %s still exists after the rebuild", head)
+		}
+		// Past the first compaction the old body's slots are reused, never
+		// read back.
+		var more []feed.Entry
+		for i := int64(1); i <= 100; i++ {
+			e := feed.Entry{PostID: 9000 + i, Score: s0 + 1000 + i}
+			more = append(more, e)
+			mustDo(t, ib.Deliver(ctx, e, []int64{user}), "Deliver")
+		}
+		wantEntries(t, "after 100 more deliveries", pageAll(t, ib, user), inOrder(append(append(rebuilt, late), more...)))
+	})
 }

@@ -5,11 +5,14 @@
 //
 // Key layout (Prefix is the deployment's, or a test's, namespace):
 //
-//	{Prefix}feed:{<userID>}       sorted set: score = post time (ms), member = decimal post id,
-//	                              plus the sentinel member "-" at score -inf (see Inbox);
-//	                              with LayoutPacked (the default) this is the head, and the
-//	                              member "=" at -inf says the body below exists
-//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked only: the body, a 12-byte header and
+//	{Prefix}feed:{<userID>}       sorted set, LayoutSortedSet: score = post time (ms),
+//	                              member = decimal post id, plus the sentinel member "-" at
+//	                              score -inf (see Inbox)
+//	{Prefix}feed:{<userID>}:head  sorted set, LayoutPacked (the default): the head, score =
+//	                              post time (ms), member = the 14-byte packed entry, plus the
+//	                              sentinel "-" and the member "=" (the body below exists), both
+//	                              at -inf
+//	{Prefix}feed:{<userID>}:packed  string, LayoutPacked: the body, a 12-byte header and
 //	                              a ring of 14-byte entries in feed order (see LayoutPacked,
 //	                              PackedHeaderSize, PackedEntrySize)
 //	{Prefix}outbox:{<authorID>}   sorted set like an inbox: the author's own newest posts
@@ -38,6 +41,21 @@ func InboxKey(prefix string, userID int64) string {
 // path builds keys in its own buffer (wire.go).
 func appendInboxKey(b []byte, prefix string, userID int64) []byte {
 	return appendEntityKey(b, prefix, "feed:{", userID)
+}
+
+// PackedHeadKey is the key of the head of userID's packed inbox (a sorted
+// set whose members are packed entries, see LayoutPacked) under prefix:
+// InboxKey and ":head". Its body is BodyKey, of the same hash tag.
+func PackedHeadKey(prefix string, userID int64) string {
+	return InboxKey(prefix, userID) + headSuffix
+}
+
+// headSuffix ends a packed inbox's head key after InboxKey.
+const headSuffix = ":head"
+
+// appendPackedHeadKey appends PackedHeadKey(prefix, userID) to b.
+func appendPackedHeadKey(b []byte, prefix string, userID int64) []byte {
+	return append(appendInboxKey(b, prefix, userID), headSuffix...)
 }
 
 // appendOutboxKey appends OutboxKey(prefix, authorID) to b.

@@ -298,6 +298,7 @@ func TestKeyLayout(t *testing.T) {
 		{redis.CodeKey("p:", "13800000001"), "p:code:{13800000001}"},
 		{redis.SessionKey("p:", "abc"), "p:session:{abc}"},
 		{redis.InboxKey("", 7), "feed:{7}"},
+		{redis.PackedHeadKey("p:", 42), "p:feed:{42}:head"},
 		{redis.BodyKey("p:", 42), "p:feed:{42}:packed"},
 	} {
 		if c.got != c.want {
@@ -312,7 +313,7 @@ func TestLostInbox(t *testing.T) {
 		rdb, prefix := open(t)
 		ib := redis.NewInbox(rdb, withPrefix(opts, prefix, 0))
 		const user = 42
-		key := redis.InboxKey(prefix, user)
+		key := ib.HeadKey(user)
 		lost := func(what string) {
 			t.Helper()
 			if _, err := ib.Page(ctx, user, feed.AtMost(math.MaxInt32<<20), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
@@ -684,7 +685,7 @@ func TestPackedBodyLost(t *testing.T) {
 
 		// The head lost, the body kept: the inbox is lost, and the rebuild
 		// does not bring the old body's entries back.
-		mustDo(t, rdb.Del(ctx, redis.InboxKey(prefix, user)).Err(), "DEL head")
+		mustDo(t, rdb.Del(ctx, redis.PackedHeadKey(prefix, user)).Err(), "DEL head")
 		if _, err := ib.Page(ctx, user, feed.AtMost(s0*2), 0, 10); !errors.Is(err, feed.ErrInboxLost) {
 			t.Fatalf("Page after the head was lost: %v, want feed.ErrInboxLost", err)
 		}

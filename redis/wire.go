@@ -45,8 +45,9 @@ import (
 // wireIdle is how long an idle connection of the wire path stays open.
 const wireIdle = time.Minute
 
-// bodySuffix ends a packed inbox's BodyKey after its head's key: the wire
-// path builds body keys from the head's key it has just built.
+// bodySuffix ends a packed inbox's BodyKey after InboxKey: the wire path
+// builds body keys from the head's key it has just built (PackedHeadKey,
+// InboxKey and headSuffix).
 const bodySuffix = ":packed"
 
 // wireMaxIdle is how many idle connections the wire path keeps per node.
@@ -94,9 +95,13 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 	// the same arguments: encoded once. Scores are integers (ms), written
 	// as go-redis writes their float64 (exact up to 2^53) and parsed by
 	// Redis to the same double.
-	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
-	z = appendBulkString(z, member(e.PostID))
 	packed := ib.layout == LayoutPacked
+	m := member(e.PostID)
+	if packed {
+		m = packedMember(e)
+	}
+	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
+	z = appendBulkString(z, m)
 	args := append([]byte(nil), z...)
 	args = appendBulkString(args, strconv.Itoa(ib.cap))
 	var script []byte
@@ -121,11 +126,12 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 		b.buf = append(b.buf, script...)
 		b.buf = appendBulk(b.buf, key)
 		if packed {
-			// BodyKey: the head's key and ":packed".
+			// BodyKey: the head's key less ":head", and ":packed".
+			ik := key[:len(key)-len(headSuffix)]
 			b.buf = append(b.buf, '$')
-			b.buf = strconv.AppendInt(b.buf, int64(len(key)+len(bodySuffix)), 10)
+			b.buf = strconv.AppendInt(b.buf, int64(len(ik)+len(bodySuffix)), 10)
 			b.buf = append(b.buf, "\r\n"...)
-			b.buf = append(b.buf, key...)
+			b.buf = append(b.buf, ik...)
 			b.buf = append(b.buf, bodySuffix+"\r\n"...)
 		}
 		b.buf = append(b.buf, args...)

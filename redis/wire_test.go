@@ -49,11 +49,15 @@ func TestWireDeliver(t *testing.T) {
 			t.Errorf("%d batches fell back to go-redis, want 0", n)
 		}
 		packed := opts.Layout == redis.LayoutPacked
+		headKey := redis.InboxKey
+		if packed {
+			headKey = redis.PackedHeadKey
+		}
 		trimmed, bodies := 0, 0
 		for _, u := range users {
-			want, err := rdb.ZRangeWithScores(ctx, redis.InboxKey(prefix+"go:", u), 0, -1).Result()
+			want, err := rdb.ZRangeWithScores(ctx, headKey(prefix+"go:", u), 0, -1).Result()
 			mustDo(t, err, "ZRANGE")
-			got, err := rdb.ZRangeWithScores(ctx, redis.InboxKey(prefix+"wire:", u), 0, -1).Result()
+			got, err := rdb.ZRangeWithScores(ctx, headKey(prefix+"wire:", u), 0, -1).Result()
 			mustDo(t, err, "ZRANGE")
 			if len(got) != len(want) {
 				t.Fatalf("user %d: %d head entries on the wire path, %d through go-redis", u, len(got), len(want))
@@ -93,13 +97,16 @@ func TestWireDeliver(t *testing.T) {
 	})
 }
 
-// TestWireKeys: the wire path builds the same keys as InboxKey, BodyKey and
-// OutboxKey.
+// TestWireKeys: the wire path builds the same keys as InboxKey,
+// PackedHeadKey, BodyKey and OutboxKey.
 func TestWireKeys(t *testing.T) {
 	for _, id := range []int64{0, 7, 42, 1 << 40} {
-		inbox, body, outbox := redis.AppendedKeys("p:", id)
+		inbox, head, body, outbox := redis.AppendedKeys("p:", id)
 		if want := redis.InboxKey("p:", id); inbox != want {
 			t.Errorf("appended inbox key %q, want %q", inbox, want)
+		}
+		if want := redis.PackedHeadKey("p:", id); head != want {
+			t.Errorf("appended head key %q, want %q", head, want)
 		}
 		if want := redis.BodyKey("p:", id); body != want {
 			t.Errorf("appended body key %q, want %q", body, want)
@@ -176,7 +183,7 @@ func TestWireBreaker(t *testing.T) {
 			t.Error("breaker open after a delivery that succeeded")
 		}
 		for _, u := range users {
-			n, err := rdb.ZCard(ctx, redis.InboxKey(prefix, u)).Result()
+			n, err := rdb.ZCard(ctx, ib.HeadKey(u)).Result()
 			mustDo(t, err, "ZCARD")
 			if n != 2 {
 				t.Errorf("inbox %d holds %d entries, want 2", u, n)

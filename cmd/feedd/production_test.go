@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -86,20 +87,29 @@ func cleanupKeys(rdb goredis.UniversalClient, prefix string) {
 	}
 }
 
-// inboxIDs returns the post ids in a Redis inbox (without its sentinel).
+// inboxIDs returns the post ids in a Redis inbox (without its sentinel): in
+// the sorted set of --inbox-layout zset (decimal ids), or in the head of a
+// packed one (packed entries: the id is their last 8 bytes).
 func (b *backendArgs) inboxIDs(t *testing.T, userID int64) []int64 {
 	t.Helper()
-	members, err := b.rdb.ZRangeByScore(context.Background(), redis.InboxKey(b.prefix, userID), &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ids []int64
-	for _, m := range members {
-		id, err := strconv.ParseInt(m, 10, 64)
+	for _, key := range []string{redis.InboxKey(b.prefix, userID), redis.PackedHeadKey(b.prefix, userID)} {
+		members, err := b.rdb.ZRangeByScore(context.Background(), key, &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
 		if err != nil {
-			t.Fatalf("inbox member %q is not a post id", m)
+			t.Fatal(err)
 		}
-		ids = append(ids, id)
+		packed := key == redis.PackedHeadKey(b.prefix, userID)
+		for _, m := range members {
+			if packed && len(m) == redis.PackedEntrySize {
+				ids = append(ids, int64(binary.BigEndian.Uint64([]byte(m[6:]))))
+				continue
+			}
+			id, err := strconv.ParseInt(m, 10, 64)
+			if err != nil || packed {
+				t.Fatalf("inbox member %q is not a post id", m)
+			}
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids

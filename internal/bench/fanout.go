@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -207,12 +208,14 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	}
 	defer bar.finish()
 	var base int64
+	var ib *redis.Inbox
 	if env.Redis != nil {
+		ib = redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, NoWire: true})
 		// Each run starts from absent inboxes, so each delivery creates a key.
-		if err := unlinkKeys(ctx, env.Redis, author, 1, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, author, 1, ib.HeadKey); err != nil {
 			return 0, err
 		}
-		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, func(u int64) string { return redis.InboxKey(env.Prefix, u) }); err != nil {
+		if err := unlinkKeys(ctx, env.Redis, w.first, w.n, ib.HeadKey); err != nil {
 			return 0, err
 		}
 		n, err := env.Redis.DBSize(ctx).Result()
@@ -238,7 +241,7 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	var done time.Time
 	var ws waitStats
 	if env.Redis != nil {
-		done, err = waitDelivered(ctx, env.Redis, env.Prefix, e, ids, base, opt.Timeout, bar.set, &ws)
+		done, err = waitDelivered(ctx, env.Redis, ib, e, ids, base, opt.Timeout, bar.set, &ws)
 	} else {
 		done, err = waitDeliveredDB(ctx, env, e, ids, opt.Timeout, bar.set)
 	}
@@ -329,7 +332,7 @@ func limitFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, r *Fano
 	// Check the limit run's writes, then remove them.
 	if env.Redis != nil {
 		key := func(u int64) string { return limitKey(env.Prefix, u) }
-		missing, err := redisMissing(ctx, env.Redis, key, e, []int64{w.first, w.first + int64(w.n) - 1})
+		missing, err := redisMissing(ctx, env.Redis, key, strconv.FormatInt(e.PostID, 10), e, []int64{w.first, w.first + int64(w.n) - 1})
 		if err != nil || len(missing) > 0 {
 			return 0, fmt.Errorf("limit writes missing (%v)", err)
 		}

@@ -134,7 +134,7 @@ func measureMemory(ctx context.Context, rdb *goredis.Client, opt MemoryOptions, 
 	for i := range users {
 		users[i] = int64(1_000_001 + i)
 	}
-	key := func(u int64) string { return redis.InboxKey(prefix, u) }
+	key := ib.HeadKey
 	defer deleteSync(context.WithoutCancel(ctx), rdb, users, key)
 	defer deleteSync(context.WithoutCancel(ctx), rdb, users, func(u int64) string { return redis.BodyKey(prefix, u) })
 

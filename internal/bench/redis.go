@@ -193,8 +193,7 @@ func unlinkKeys(ctx context.Context, rdb *goredis.Client, first int64, n int, ke
 
 // redisMissing returns the users among first..first+n-1 whose inbox key(u)
 // does not hold e, checked with pipelined ZSCOREs.
-func redisMissing(ctx context.Context, rdb *goredis.Client, key func(int64) string, e feed.Entry, ids []int64) ([]int64, error) {
-	member := strconv.FormatInt(e.PostID, 10)
+func redisMissing(ctx context.Context, rdb *goredis.Client, key func(int64) string, member string, e feed.Entry, ids []int64) ([]int64, error) {
 	var missing []int64
 	const batch = 10_000
 	for lo := 0; lo < len(ids); lo += batch {
@@ -308,7 +307,7 @@ type waitStats struct {
 // polled every millisecond. Then every inbox is checked with ZSCORE; any
 // that does not hold e (another client created keys meanwhile) is polled
 // until it does, and the completion time moves to then.
-func waitDelivered(ctx context.Context, rdb *goredis.Client, prefix string, e feed.Entry, ids []int64, base int64, timeout time.Duration, progress func(int), ws *waitStats) (time.Time, error) {
+func waitDelivered(ctx context.Context, rdb *goredis.Client, ib *redis.Inbox, e feed.Entry, ids []int64, base int64, timeout time.Duration, progress func(int), ws *waitStats) (time.Time, error) {
 	var done time.Time
 	want := base + int64(len(ids))
 	err := poll(ctx, time.Millisecond, timeout, func() (bool, error) {
@@ -330,13 +329,12 @@ func waitDelivered(ctx context.Context, rdb *goredis.Client, prefix string, e fe
 	if err != nil {
 		return done, fmt.Errorf("bench: waiting for the fan-out: %w", err)
 	}
-	key := func(u int64) string { return redis.InboxKey(prefix, u) }
-	missing, err := redisMissing(ctx, rdb, key, e, ids)
+	missing, err := redisMissing(ctx, rdb, ib.HeadKey, ib.HeadMember(e), e, ids)
 	if err != nil || len(missing) == 0 {
 		return done, err
 	}
 	err = poll(ctx, time.Millisecond, timeout, func() (bool, error) {
-		missing, err = redisMissing(ctx, rdb, key, e, missing)
+		missing, err = redisMissing(ctx, rdb, ib.HeadKey, ib.HeadMember(e), e, missing)
 		return len(missing) == 0, err
 	})
 	return time.Now(), err
