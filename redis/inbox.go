@@ -13,8 +13,9 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// sentinel is the member that marks an inbox as built. It can never be a post
-// id (those are decimal digits), and its score -inf sorts it below every entry,
+// sentinel is the member that marks an inbox as built. It can never be an
+// entry's member (a post id's decimal digits, or on a packed head a 14-byte
+// packed entry), and its score -inf sorts it below every entry,
 // so every read of entries uses the score range (-inf, max] and never sees it,
 // and every trim by score keeps it.
 const sentinel = "-"
