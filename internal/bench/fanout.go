@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -16,7 +17,9 @@ type FanoutOptions struct {
 	Runs      int           // measurements of each kind; the result holds medians
 	Timeout   time.Duration // longest wait for one fan-out (0: from N)
 	// CPUProfile, when set, is the file that receives a CPU profile of
-	// this process during the last feedd run.
+	// this process during the last feedd run, from the publish to the
+	// moment every inbox is written (not the check of every inbox that
+	// follows it).
 	CPUProfile string
 }
 
@@ -224,12 +227,14 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 		}
 		base = n
 	}
+	var ws waitStats
 	if opt.CPUProfile != "" {
 		stop, err := startCPUProfile(opt.CPUProfile)
 		if err != nil {
 			return 0, err
 		}
-		defer stop()
+		ws.reached = sync.OnceFunc(stop)
+		defer ws.reached()
 	}
 	cpu0 := env.redisCPU(ctx)
 	start := time.Now()
@@ -239,7 +244,6 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	}
 	e := feed.Entry{PostID: p.ID, Score: p.Score()}
 	var done time.Time
-	var ws waitStats
 	if env.Redis != nil {
 		done, err = waitDelivered(ctx, env.Redis, ib, e, ids, base, opt.Timeout, bar.set, &ws)
 	} else {
