@@ -1,0 +1,108 @@
+package feed
+
+import (
+	"context"
+	"slices"
+)
+
+// Hydration: turning feed entries into the posts a viewer sees, shared by
+// the chronological and the ranked timelines.
+
+// PostView is a post hydrated for one viewer.
+type PostView struct {
+	*Post
+	Author *User // nil when the author no longer exists
+	IsLike bool
+	Rank   *Rank // the post's rank in a ranked timeline; nil elsewhere
+}
+
+// FeedViewer is implemented by stores that hydrate a feed page in one round
+// trip; Service uses it when the PostStore has it.
+type FeedViewer interface {
+	// FeedViews returns the posts among ids that exist and belong in
+	// viewerID's feed (as SocialStore.Visible decides), each with its
+	// author (ID, NickName, Icon) and the viewer's like, by id.
+	FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error)
+}
+
+// hydrateEntries loads the posts of entries in entry order, dropping deleted
+// ones, those of authors who do not belong in the viewer's feed (muted,
+// unfollowed, blocked: their entries may still sit in the inbox until a job
+// removes them) and those the content filters hide (filterViews), and
+// hydrates them: one store call when the store is a
+// FeedViewer, four otherwise, plus one for the filters, whatever the page size.
+func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
+	ids := postIDs(entries)
+	if fv, ok := s.Posts.(FeedViewer); ok {
+		views, err := fv.FeedViews(ctx, viewerID, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]PostView, 0, len(views))
+		for _, id := range ids {
+			if v := views[id]; v != nil {
+				out = append(out, *v)
+			}
+		}
+		return s.filterViews(ctx, viewerID, out)
+	}
+	m, err := s.Posts.Posts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var visible map[int64]bool
+	if len(m) > 0 {
+		authors := make([]int64, 0, len(m))
+		for _, p := range m {
+			authors = append(authors, p.UserID)
+		}
+		slices.Sort(authors)
+		if visible, err = s.Social.Visible(ctx, viewerID, slices.Compact(authors)); err != nil {
+			return nil, err
+		}
+	}
+	posts := make([]*Post, 0, len(ids))
+	for _, id := range ids {
+		if p := m[id]; p != nil && visible[p.UserID] {
+			posts = append(posts, p)
+		}
+	}
+	views, err := s.Hydrate(ctx, viewerID, posts)
+	if err != nil {
+		return nil, err
+	}
+	return s.filterViews(ctx, viewerID, views)
+}
+
+// Hydrate turns posts into views for viewerID (0: anonymous) with a constant
+// number of store calls: one for authors, one for the viewer's likes.
+func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
+	if len(posts) == 0 {
+		return []PostView{}, nil
+	}
+	authorIDs := make([]int64, 0, len(posts))
+	ids := make([]int64, 0, len(posts))
+	seen := make(map[int64]bool, len(posts))
+	for _, p := range posts {
+		ids = append(ids, p.ID)
+		if !seen[p.UserID] {
+			seen[p.UserID] = true
+			authorIDs = append(authorIDs, p.UserID)
+		}
+	}
+	authors, err := s.Users.Users(ctx, authorIDs)
+	if err != nil {
+		return nil, err
+	}
+	liked := map[int64]bool{}
+	if viewerID > 0 {
+		if liked, err = s.Posts.LikedBy(ctx, viewerID, ids); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PostView, len(posts))
+	for i, p := range posts {
+		out[i] = PostView{Post: p, Author: authors[p.UserID], IsLike: liked[p.ID]}
+	}
+	return out, nil
+}
