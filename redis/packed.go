@@ -471,8 +471,8 @@ return removed
 // and its body.
 //
 //	KEYS[1] head key, KEYS[2] body key
-//	ARGV[1] the member (the packed entry)
-//	ARGV[2], ARGV[3], ARGV[4] the entry's packed triple (s, h, l)
+//	ARGV[1] the member (the packed entry, so also the triple the body is
+//	        searched for)
 //
 // Returns 1 if the body held the entry, else 0.
 var packedRemoveScript = goredis.NewScript(packedLua + `
@@ -480,7 +480,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 if not redis.call('ZSCORE', KEYS[1], '=') then return 0 end
 local st, nb, capa, found = header(KEYS[2])
 if nb == 0 then return 0 end
-local s, h, l = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local s, h, l = struct.unpack('>I6I4I4', ARGV[1])
 local j = ringFirst(KEYS[2], st, nb, capa, s, h, l)
 if j >= nb then return 0 end
 local es, eh, el = ringAt(KEYS[2], st, capa, j)
@@ -668,7 +668,7 @@ func (ib *Inbox) removePacked(ctx context.Context, e feed.Entry, userIDs []int64
 	if checkPackable(e) != nil {
 		return nil
 	}
-	args := append([]any{packedMember(e)}, tripleArgs(e)...)
+	args := []any{packedMember(e)}
 	var calls []scriptCall
 	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {

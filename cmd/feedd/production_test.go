@@ -93,12 +93,15 @@ func cleanupKeys(rdb goredis.UniversalClient, prefix string) {
 func (b *backendArgs) inboxIDs(t *testing.T, userID int64) []int64 {
 	t.Helper()
 	var ids []int64
-	for _, key := range []string{redis.InboxKey(b.prefix, userID), redis.PackedHeadKey(b.prefix, userID)} {
-		members, err := b.rdb.ZRangeByScore(context.Background(), key, &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
+	for _, head := range []struct {
+		key    string
+		packed bool
+	}{{redis.InboxKey(b.prefix, userID), false}, {redis.PackedHeadKey(b.prefix, userID), true}} {
+		members, err := b.rdb.ZRangeByScore(context.Background(), head.key, &goredis.ZRangeBy{Min: "(-inf", Max: "+inf"}).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		packed := key == redis.PackedHeadKey(b.prefix, userID)
+		packed := head.packed
 		for _, m := range members {
 			if packed && len(m) == redis.PackedEntrySize {
 				ids = append(ids, int64(binary.BigEndian.Uint64([]byte(m[6:]))))
