@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -559,4 +560,52 @@ func dbBefore(t *testing.T, upto string, qs ...string) string {
 		}
 	}
 	return url
+}
+
+// A database created before 005_likes_author.sql gives its likes their
+// posts' authors, so the ranked timeline's affinity (read from the likes
+// alone now) counts the likes made before the upgrade; a like made after
+// it has its author too, and an INSERT without one is refused.
+func TestMigrateLikesAuthor(t *testing.T) {
+	ctx := t.Context()
+	url := dbBefore(t, "migrations/005",
+		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1), ('13800000002', 'b', 1), ('13800000003', 'c', 1);
+		INSERT INTO posts (user_id, title, content, liked, created_at, updated_at) VALUES (2, 't', 'c', 1, 5, 5), (3, 't', 'c', 1, 6, 6);
+		INSERT INTO likes (post_id, user_id, created_at) VALUES (1, 1, 10), (2, 1, 20)`)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	likes := func(viewer int64) []feed.RankLike {
+		t.Helper()
+		rr, err := db.RankFacts(ctx, viewer, nil, nil, 0, time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(rr.Likes, func(a, b feed.RankLike) int { return cmp.Compare(a.PostID, b.PostID) })
+		return rr.Likes
+	}
+	if got, want := likes(1), []feed.RankLike{{PostID: 1, AuthorID: 2, At: 10}, {PostID: 2, AuthorID: 3, At: 20}}; !slices.Equal(got, want) {
+		t.Fatalf("viewer 1's likes after the migration = %v, want %v", got, want)
+	}
+	aff, err := db.Affinity(ctx, 1, []int64{2, 3}, time.UnixMilli(0), time.UnixMilli(20), time.Hour)
+	if err != nil || aff[2].Likes <= 0 || aff[3].Likes <= 0 {
+		t.Fatalf("Affinity after the migration = %v, %v; want likes of authors 2 and 3", aff, err)
+	}
+	if err := db.SetLike(ctx, 1, 3, true, time.UnixMilli(30)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ToggleLike(ctx, 2, 2, time.UnixMilli(40)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := likes(3), []feed.RankLike{{PostID: 1, AuthorID: 2, At: 30}}; !slices.Equal(got, want) {
+		t.Fatalf("SetLike's like = %v, want %v", got, want)
+	}
+	if got, want := likes(2), []feed.RankLike{{PostID: 2, AuthorID: 3, At: 40}}; !slices.Equal(got, want) {
+		t.Fatalf("ToggleLike's like = %v, want %v", got, want)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (2, 3, 50)`); err == nil {
+		t.Fatal("a like inserted without its author was accepted")
+	}
 }

@@ -23,8 +23,8 @@ var (
 // followed_at).
 const rankFactsQuery = `WITH c AS (SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($2))
 	SELECT 0, id, created_at, user_id, liked FROM c
-	UNION ALL SELECT 1, l.post_id, l.created_at, p.user_id, 0 FROM likes l JOIN posts p ON p.id = l.post_id
-		WHERE l.user_id = $1 AND (l.created_at >= $3 OR l.post_id >= $4)
+	UNION ALL SELECT 1, post_id, created_at, author_id, 0 FROM likes
+		WHERE user_id = $1 AND (created_at >= $3 OR post_id >= $4)
 	UNION ALL SELECT 2, f.followee_id, f.created_at, 0, 0 FROM follows f
 		WHERE f.follower_id = $1 AND (f.followee_id = ANY($5) OR f.followee_id IN (SELECT user_id FROM c))`
 
@@ -104,8 +104,8 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Pool.Query(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
-		WHERE l.user_id = $1 AND l.created_at >= $2 AND p.user_id = ANY($3)
+	rows, err := db.Pool.Query(ctx, `SELECT 0, author_id, created_at FROM likes
+		WHERE user_id = $1 AND created_at >= $2 AND author_id = ANY($3)
 		UNION ALL SELECT 1, followee_id, created_at FROM follows WHERE follower_id = $1 AND followee_id = ANY($3)`,
 		viewerID, since.UnixMilli(), authorIDs)
 	if err != nil {

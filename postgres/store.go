@@ -209,7 +209,8 @@ const toggleAttempts = 8
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		if err := likablePost(ctx, tx, postID, userID); err != nil {
+		author, err := likablePost(ctx, tx, postID, userID)
+		if err != nil {
 			return err
 		}
 		for range toggleAttempts {
@@ -223,8 +224,8 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 				// Under READ COMMITTED each statement sees what committed
 				// before it: if a concurrent toggle inserted the like after
 				// our DELETE, the INSERT does nothing and we try again.
-				tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
-					ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+				tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES ($1, $2, $3, $4)
+					ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now), author)
 				if err != nil {
 					return err
 				}
@@ -248,15 +249,15 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // only the statement that changed the like row moves the count.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		if err := likablePost(ctx, tx, postID, userID); err != nil {
+		author, err := likablePost(ctx, tx, postID, userID)
+		if err != nil {
 			return err
 		}
 		var tag pgconn.CommandTag
-		var err error
 		delta := 1
 		if like {
-			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES ($1, $2, $3)
-				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+			tag, err = tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now), author)
 		} else {
 			delta = -1
 			tag, err = tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1 AND user_id = $2`, postID, userID)
@@ -420,19 +421,18 @@ func (db *DB) FollowersAfter(ctx context.Context, followeeID, after int64, limit
 // row FOR NO KEY UPDATE), then refuses with "post not found" when there is
 // no such post or its author blocks userID. So a like never lands after
 // the block that removed the liker's likes.
-func likablePost(ctx context.Context, tx pgx.Tx, postID, userID int64) error {
-	var author int64
-	err := tx.QueryRow(ctx, `SELECT p.user_id FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = $1 FOR KEY SHARE OF p FOR SHARE OF u`, postID).Scan(&author)
+func likablePost(ctx context.Context, tx pgx.Tx, postID, userID int64) (author int64, err error) {
+	err = tx.QueryRow(ctx, `SELECT p.user_id FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = $1 FOR KEY SHARE OF p FOR SHARE OF u`, postID).Scan(&author)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return feed.ErrNotFound("post")
+		return 0, feed.ErrNotFound("post")
 	} else if err != nil {
-		return err
+		return 0, err
 	}
 	var blocked bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)`, author, userID).Scan(&blocked); err != nil {
-		return err
+		return 0, err
 	} else if blocked {
-		return feed.ErrNotFound("post")
+		return 0, feed.ErrNotFound("post")
 	}
-	return nil
+	return author, nil
 }

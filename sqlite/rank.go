@@ -21,9 +21,10 @@ var (
 )
 
 // rankLists is the end of the statement that reads a first ranked page's
-// inputs in one row (rankInputsQuery), once c holds the
-// candidate posts (id; score: the post's creation ms; user_id; liked) and a their distinct authors. It selects three lists,
-// space-separated (NULL when empty): the candidates,
+// inputs in one row (rankInputsQuery), once c holds the candidate posts
+// (id; score: the post's creation ms; user_id; liked); a is their
+// distinct authors. It selects three lists, space-separated (NULL when
+// empty): the candidates,
 // "id,score,author,likes" each; the viewer's (?1) likes of the authors'
 // posts since ?3 or of the candidates themselves, "post,author,liked_at"
 // each; the viewer's follows of the authors, "author,followed_at" each.
@@ -31,10 +32,9 @@ var (
 // (MATERIALIZED); every other lookup is by primary key or index.
 const rankLists = `a AS MATERIALIZED (SELECT DISTINCT user_id FROM c)
 	SELECT (SELECT group_concat(id || ',' || score || ',' || user_id || ',' || liked, ' ') FROM c),
-	(SELECT group_concat(l.post_id || ',' || p.user_id || ',' || l.created_at, ' ')
-		FROM likes l JOIN posts p ON p.id = l.post_id
-		WHERE l.user_id = ?1 AND (l.created_at >= ?3 OR l.post_id IN (SELECT id FROM c))
-		AND p.user_id IN a),
+	(SELECT group_concat(post_id || ',' || author_id || ',' || created_at, ' ')
+		FROM likes WHERE user_id = ?1 AND (created_at >= ?3 OR post_id IN (SELECT id FROM c))
+		AND author_id IN a),
 	(SELECT group_concat(f.followee_id || ',' || f.created_at, ' ')
 		FROM a JOIN follows f ON f.follower_id = ?1 AND f.followee_id = a.user_id)`
 
@@ -63,7 +63,8 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 // rankFactsQuery is RankFacts, in one row of three lists as rankLists
 // (NULL when empty): the posts among ?2 (a JSON array), "id,score,author,
 // likes" each; the viewer's (?1) likes since ?3 or of posts from id ?4 on,
-// of any author, "post,author,liked_at" each; and the viewer's follows,
+// of any author, "post,author,liked_at" each (one range of likes_user,
+// which covers them: likes keep their post's author); and the viewer's follows,
 // "author,followed_at" each, up to rankAllFollows + 1 of them: one range
 // of the follows' primary key, cheaper than a lookup per candidate's
 // author (BENCHMARKS.md "The cold ranked page"). Every lookup is by
@@ -72,9 +73,8 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 // than the rows it would save.
 const rankFactsQuery = `SELECT (SELECT group_concat(p.id || ',' || p.created_at || ',' || p.user_id || ',' || p.liked, ' ')
 		FROM json_each(?2) j JOIN posts p ON p.id = j.value),
-	(SELECT group_concat(l.post_id || ',' || p.user_id || ',' || l.created_at, ' ')
-		FROM likes l JOIN posts p ON p.id = l.post_id
-		WHERE l.user_id = ?1 AND (l.created_at >= ?3 OR l.post_id >= ?4)),
+	(SELECT group_concat(post_id || ',' || author_id || ',' || created_at, ' ')
+		FROM likes WHERE user_id = ?1 AND (created_at >= ?3 OR post_id >= ?4)),
 	(SELECT group_concat(followee_id || ',' || created_at, ' ')
 		FROM (SELECT followee_id, created_at FROM follows WHERE follower_id = ?1 LIMIT ?5))`
 
@@ -245,8 +245,8 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.read(ctx, `SELECT 0, p.user_id, l.created_at FROM likes l JOIN posts p ON p.id = l.post_id
-		WHERE l.user_id = ?1 AND l.created_at >= ?2 AND p.user_id IN (SELECT value FROM json_each(?3))
+	rows, err := db.read(ctx, `SELECT 0, author_id, created_at FROM likes
+		WHERE user_id = ?1 AND created_at >= ?2 AND author_id IN (SELECT value FROM json_each(?3))
 		UNION ALL SELECT 1, followee_id, created_at FROM follows
 		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3))`, viewerID, ms(since), idList(authorIDs))
 	if err != nil {

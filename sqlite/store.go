@@ -313,7 +313,8 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 		}
 		delta := -1
 		if k, _ := res.RowsAffected(); k == 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (?, ?, ?)`, postID, userID, ms(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id)
+				SELECT ?1, ?2, ?3, user_id FROM posts WHERE id = ?1`, postID, userID, ms(now)); err != nil {
 				return err
 			}
 			delta, liked = 1, true
@@ -340,7 +341,8 @@ func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now 
 		var err error
 		delta := 1
 		if like {
-			res, err = tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (?, ?, ?)
+			res, err = tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id)
+				SELECT ?1, ?2, ?3, user_id FROM posts WHERE id = ?1
 				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
 		} else {
 			delta = -1

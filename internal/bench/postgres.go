@@ -126,8 +126,8 @@ func (s *PostgresStore) FixCounts(ctx context.Context, first, last int64) error 
 func (s *PostgresStore) LikeShare(ctx context.Context, first, last int64, every int) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at)
-			SELECT p.id, f.follower_id, p.created_at + 1 FROM follows f JOIN posts p ON p.user_id = f.followee_id
+		tag, err := tx.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id)
+			SELECT p.id, f.follower_id, p.created_at + 1, p.user_id FROM follows f JOIN posts p ON p.user_id = f.followee_id
 			WHERE f.follower_id BETWEEN $1 AND $2 AND (p.id + f.follower_id) % $3 = 0
 			ORDER BY p.id, f.follower_id ON CONFLICT DO NOTHING`, first, last, every)
 		if err != nil {
