@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -577,34 +576,7 @@ func TestMigrateLikesAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	likes := func(viewer int64) []feed.RankLike {
-		t.Helper()
-		rr, err := db.RankFacts(ctx, viewer, nil, nil, 0, time.UnixMilli(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.SortFunc(rr.Likes, func(a, b feed.RankLike) int { return cmp.Compare(a.PostID, b.PostID) })
-		return rr.Likes
-	}
-	if got, want := likes(1), []feed.RankLike{{PostID: 1, AuthorID: 2, At: 10}, {PostID: 2, AuthorID: 3, At: 20}}; !slices.Equal(got, want) {
-		t.Fatalf("viewer 1's likes after the migration = %v, want %v", got, want)
-	}
-	aff, err := db.Affinity(ctx, 1, []int64{2, 3}, time.UnixMilli(0), time.UnixMilli(20), time.Hour)
-	if err != nil || aff[2].Likes <= 0 || aff[3].Likes <= 0 {
-		t.Fatalf("Affinity after the migration = %v, %v; want likes of authors 2 and 3", aff, err)
-	}
-	if err := db.SetLike(ctx, 1, 3, true, time.UnixMilli(30)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ToggleLike(ctx, 2, 2, time.UnixMilli(40)); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := likes(3), []feed.RankLike{{PostID: 1, AuthorID: 2, At: 30}}; !slices.Equal(got, want) {
-		t.Fatalf("SetLike's like = %v, want %v", got, want)
-	}
-	if got, want := likes(2), []feed.RankLike{{PostID: 2, AuthorID: 3, At: 40}}; !slices.Equal(got, want) {
-		t.Fatalf("ToggleLike's like = %v, want %v", got, want)
-	}
+	feedtest.CheckLikesAuthored(t, db)
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (2, 3, 50)`); err == nil {
 		t.Fatal("a like inserted without its author was accepted")
 	}
