@@ -295,17 +295,27 @@ func (db *DB) HotPosts(ctx context.Context, offset, limit int) ([]*feed.Post, er
 		ORDER BY liked DESC, created_at DESC, id DESC LIMIT ? OFFSET ?`, limit, offset))
 }
 
+// likablePost returns the author of post postID, or refuses with "post not
+// found" when there is no such post or its author blocks userID (the same
+// refusal, so a blocked user learns nothing). In the like's transaction:
+// SQLite's one writer orders it with the block that would remove the like.
+func likablePost(ctx context.Context, tx *sql.Tx, postID, userID int64) (int64, error) {
+	var author int64
+	err := tx.QueryRowContext(ctx, `SELECT p.user_id FROM posts p WHERE p.id = ?
+		AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&author)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, feed.ErrNotFound("post")
+	}
+	return author, err
+}
+
 // ToggleLike implements feed.PostStore.
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		// No such post, or its author blocks userID: the same refusal.
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
-			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
+		author, err := likablePost(ctx, tx, postID, userID)
+		if err != nil {
 			return err
-		} else if n == 0 {
-			return feed.ErrNotFound("post")
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM likes WHERE post_id = ? AND user_id = ?`, postID, userID)
 		if err != nil {
@@ -313,8 +323,8 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 		}
 		delta := -1
 		if k, _ := res.RowsAffected(); k == 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id)
-				SELECT ?1, ?2, ?3, user_id FROM posts WHERE id = ?1`, postID, userID, ms(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES (?, ?, ?, ?)`,
+				postID, userID, ms(now), author); err != nil {
 				return err
 			}
 			delta, liked = 1, true
@@ -329,21 +339,15 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // decides whether the count moves, in the same transaction.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		// No such post, or its author blocks userID: the same refusal.
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM posts p WHERE p.id = ?
-			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, postID, userID).Scan(&n); err != nil {
+		author, err := likablePost(ctx, tx, postID, userID)
+		if err != nil {
 			return err
-		} else if n == 0 {
-			return feed.ErrNotFound("post")
 		}
 		var res sql.Result
-		var err error
 		delta := 1
 		if like {
-			res, err = tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id)
-				SELECT ?1, ?2, ?3, user_id FROM posts WHERE id = ?1
-				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now))
+			res, err = tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES (?, ?, ?, ?)
+				ON CONFLICT (post_id, user_id) DO NOTHING`, postID, userID, ms(now), author)
 		} else {
 			delta = -1
 			res, err = tx.ExecContext(ctx, `DELETE FROM likes WHERE post_id = ? AND user_id = ?`, postID, userID)
