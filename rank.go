@@ -1,10 +1,10 @@
 package feed
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -106,34 +106,18 @@ type Rank struct {
 	Features map[string]float64 `json:"features"`
 }
 
-// RankedItem is one entry of a ranked snapshot.
+// RankedItem is one entry of a ranked snapshot: 64 bytes and no map, so
+// that ranking hundreds of candidates and keeping them as a snapshot
+// allocates one slice; View makes the Rank of the few a page shows.
 type RankedItem struct {
-	PostID int64
-	Score  int64 // the entry's feed score (creation ms)
-	// Rank is the post's rank. The ranked timeline leaves Rank.Features
-	// nil in the items it ranks, holding them in features instead, so that
-	// ranking hundreds of candidates does not make a map each: View
-	// returns the full Rank.
-	Rank     Rank
-	features [len(RankFeatures)]float64
-	lazy     bool // Rank.Features is left to View
+	PostID    int64
+	Score     int64                      // the entry's feed score (creation ms)
+	RankScore float64                    // the model's score
+	Features  [len(RankFeatures)]float64 // in RankFeatures' order
 }
 
-// View returns the item's Rank with its Features.
-func (it *RankedItem) View() Rank {
-	if !it.lazy || it.Rank.Features != nil {
-		return it.Rank
-	}
-	return newRank(it.Rank.Score, it.features)
-}
-
-// feature returns the item's feature i (of RankFeatures).
-func (it *RankedItem) feature(i int) float64 {
-	if it.lazy && it.Rank.Features == nil {
-		return it.features[i]
-	}
-	return it.Rank.Features[RankFeatures[i]]
-}
+// View returns the item's Rank, its features by name.
+func (it *RankedItem) View() Rank { return newRank(it.RankScore, it.Features) }
 
 // RankCandidate is what the model reads of a candidate post.
 type RankCandidate struct {
@@ -338,26 +322,14 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 	if err != nil {
 		return nil, err
 	}
-	items := make([]RankedItem, 0, len(cands))
+	rk := newRanker(rs, userID, aff, now)
+	defer rk.release()
 	for _, e := range entries {
 		if c, ok := cands[e.PostID]; ok {
-			score, f := rs.score(c, userID, aff[c.AuthorID], now)
-			items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
+			rk.add(c, e.Score)
 		}
 	}
-	sortRanked(items)
-	return items, nil
-}
-
-// sortRanked sorts items best first; equal scores keep feed order (the
-// order of items' entries, so a stable sort would do the same, slower).
-func sortRanked(items []RankedItem) {
-	slices.SortFunc(items, func(a, b RankedItem) int {
-		if c := cmp.Compare(b.Rank.Score, a.Rank.Score); c != 0 {
-			return c
-		}
-		return CompareEntries(Entry{PostID: a.PostID, Score: a.Score}, Entry{PostID: b.PostID, Score: b.Score})
-	})
+	return rk.sorted(), nil
 }
 
 // rankInputs reads the candidates among ids and the viewer's affinity to
@@ -387,24 +359,103 @@ func (s *Service) rankInputs(ctx context.Context, userID int64, ids []int64, sin
 // stored form.
 var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
 
-// score computes the model of RankSettings for candidate c and viewerID:
-// the score and the features in RankFeatures' order.
-func (rs RankSettings) score(c RankCandidate, viewerID int64, a Affinity, now time.Time) (float64, [len(RankFeatures)]float64) {
+// authorFeatures returns the features that depend only on the author of
+// a candidate of viewerID: affinity and follow_age.
+func (rs RankSettings) authorFeatures(author, viewerID int64, a Affinity, now time.Time) [2]float64 {
+	f := [2]float64{a.Likes / (a.Likes + rs.AffinityPrior), 0}
+	if !a.FollowedAt.IsZero() && author != viewerID {
+		f[1] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
+	}
+	return f
+}
+
+// postScore computes the model of RankSettings for candidate c, given the
+// features of its author (authorFeatures): the score and the features in
+// RankFeatures' order.
+func (rs RankSettings) postScore(c RankCandidate, af [2]float64, now time.Time) (float64, [len(RankFeatures)]float64) {
 	f := [len(RankFeatures)]float64{
 		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
-		a.Likes / (a.Likes + rs.AffinityPrior),
-		0,
+		af[0],
+		af[1],
 		float64(c.Likes+1) / (float64(c.Likes+1) + rs.EngagementPrior),
 		0,
-	}
-	if !a.FollowedAt.IsZero() && c.AuthorID != viewerID {
-		f[2] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
 	}
 	if c.LikedByViewer {
 		f[4] = 1
 	}
 	score := rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
 	return score, f
+}
+
+// ranker scores one first page's candidates, given in feed order (add),
+// and returns them best first (sorted). An author's features are computed
+// once, not once per post, and the sort moves 16-byte keys, not items;
+// its scratch space is reused from page to page (rankers).
+type ranker struct {
+	rs      RankSettings
+	viewer  int64
+	now     time.Time
+	aff     map[int64]Affinity
+	authors map[int64][2]float64
+	items   []RankedItem // scored, in feed order
+	keys    []rankKey
+}
+
+// rankKey is an item's place in the sort: its score, then its index in
+// feed order (equal scores keep feed order).
+type rankKey struct {
+	score float64
+	i     int
+}
+
+var rankers = sync.Pool{New: func() any { return &ranker{authors: map[int64][2]float64{}} }}
+
+func newRanker(rs RankSettings, viewerID int64, aff map[int64]Affinity, now time.Time) *ranker {
+	r := rankers.Get().(*ranker)
+	r.rs, r.viewer, r.now, r.aff = rs, viewerID, now, aff
+	return r
+}
+
+// release returns r to rankers; r and what sorted did not return must not
+// be used afterwards.
+func (r *ranker) release() {
+	clear(r.authors)
+	r.aff, r.items, r.keys = nil, r.items[:0], r.keys[:0]
+	rankers.Put(r)
+}
+
+// add scores candidate c, of feed score entryScore.
+func (r *ranker) add(c RankCandidate, entryScore int64) {
+	af, ok := r.authors[c.AuthorID]
+	if !ok {
+		af = r.rs.authorFeatures(c.AuthorID, r.viewer, r.aff[c.AuthorID], r.now)
+		r.authors[c.AuthorID] = af
+	}
+	score, f := r.rs.postScore(c, af, r.now)
+	r.keys = append(r.keys, rankKey{score, len(r.items)})
+	r.items = append(r.items, RankedItem{PostID: c.PostID, Score: entryScore, RankScore: score, Features: f})
+}
+
+// sorted returns the items added, best first, in a new slice (kept by the
+// snapshot); nil for none.
+func (r *ranker) sorted() []RankedItem {
+	if len(r.items) == 0 {
+		return nil
+	}
+	slices.SortFunc(r.keys, func(a, b rankKey) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return a.i - b.i
+	})
+	out := make([]RankedItem, len(r.items))
+	for k, key := range r.keys {
+		out[k] = r.items[key.i]
+	}
+	return out
 }
 
 func newRank(score float64, f [len(RankFeatures)]float64) Rank {

@@ -328,7 +328,8 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 	}
 	slices.Sort(liked)
 	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
-	items := make([]RankedItem, 0, len(ids))
+	rk := newRanker(rs, userID, aff, now)
+	defer rk.release()
 	for i, e := range entries {
 		c := RankCandidate{PostID: e.PostID, AuthorID: facts[i].author, Score: facts[i].created, Likes: facts[i].likes}
 		if !fresh[i] {
@@ -339,11 +340,9 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 			c = posts[k]
 		}
 		_, c.LikedByViewer = slices.BinarySearch(liked, e.PostID)
-		score, f := rs.score(c, userID, aff[c.AuthorID], now)
-		items = append(items, RankedItem{PostID: e.PostID, Score: e.Score, Rank: Rank{Score: score}, features: f, lazy: true})
+		rk.add(c, e.Score)
 	}
-	sortRanked(items)
-	return items, nil
+	return rk.sorted(), nil
 }
 
 // rankBuf is rankCached's scratch space for one page's cache lookup,

@@ -32,10 +32,10 @@ func EncodeSnapshot(items []RankedItem) []byte {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, it.Score, 10)
 		b = append(b, ',')
-		b = strconv.AppendFloat(b, it.Rank.Score, 'g', -1, 64)
+		b = strconv.AppendFloat(b, it.RankScore, 'g', -1, 64)
 		for i := range RankFeatures {
 			b = append(b, ',')
-			b = strconv.AppendFloat(b, it.feature(i), 'g', -1, 64)
+			b = strconv.AppendFloat(b, it.Features[i], 'g', -1, 64)
 		}
 		b = append(b, '\n')
 	}
@@ -78,15 +78,12 @@ func decodeRankedItem(line string) (RankedItem, error) {
 	var errs [3 + len(RankFeatures)]error
 	it.PostID, errs[0] = strconv.ParseInt(parts[0], 10, 64)
 	it.Score, errs[1] = strconv.ParseInt(parts[1], 10, 64)
-	score, e := strconv.ParseFloat(parts[2], 64)
-	errs[2] = e
-	var f [len(RankFeatures)]float64
-	for i := range f {
-		f[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
+	it.RankScore, errs[2] = strconv.ParseFloat(parts[2], 64)
+	for i := range it.Features {
+		it.Features[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
 	}
 	if err = errors.Join(errs[:]...); err != nil {
 		return RankedItem{}, fmt.Errorf("decode snapshot: %w", err)
 	}
-	it.Rank = newRank(score, f)
 	return it, nil
 }

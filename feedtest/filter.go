@@ -124,7 +124,8 @@ func testSnapshots(t *testing.T, b *Backend) {
 	now := time.Now()
 	items := make([]feed.RankedItem, 25)
 	for i := range items {
-		items[i] = feed.RankedItem{PostID: int64(100 - i), Score: int64(1000 + i), Rank: feed.Rank{Score: float64(25 - i), Features: map[string]float64{"recency": 0.5}}}
+		items[i] = feed.RankedItem{PostID: int64(100 - i), Score: int64(1000 + i), RankScore: float64(25-i) / 3,
+			Features: [len(feed.RankFeatures)]float64{0.5, float64(i) / 7, 1 - float64(i)/25, 1e-9, float64(i % 2)}}
 	}
 	id := "0123456789abcdef0123456789abcdef"
 	must(t, b.Snapshots.SaveSnapshot(ctx, 7, id, items, now, now.Add(time.Minute)), "SaveSnapshot")
@@ -137,7 +138,7 @@ func testSnapshots(t *testing.T, b *Backend) {
 			break
 		}
 	}
-	if len(got) != len(items) || got[3].PostID != items[3].PostID || got[3].Rank.Score != items[3].Rank.Score || got[3].Rank.Features["recency"] != 0.5 {
+	if !slices.Equal(got, items) || got[3].View().Features["recency"] != 0.5 {
 		t.Fatalf("read back %d items (%+v...), want %d equal to those saved", len(got), got[:min(len(got), 4)], len(items))
 	}
 	if page, more, err := b.Snapshots.Snapshot(ctx, 7, id, 30, 10, time.Now()); err != nil || len(page) != 0 || more {

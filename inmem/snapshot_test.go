@@ -17,7 +17,7 @@ func TestSnapshotStore(t *testing.T) {
 func items(n int) []feed.RankedItem {
 	out := make([]feed.RankedItem, n)
 	for i := range out {
-		out[i] = feed.RankedItem{PostID: int64(i + 1), Score: int64(i), Rank: feed.Rank{Score: float64(n - i)}}
+		out[i] = feed.RankedItem{PostID: int64(i + 1), Score: int64(i), RankScore: float64(n - i)}
 	}
 	return out
 }
