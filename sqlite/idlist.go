@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -31,8 +30,7 @@ func parseIDList(list *string) ([]int64, error) {
 	s := *list
 	out := make([]int64, 0, strings.Count(s, ",")+1)
 	for s != "" {
-		field, rest, _ := strings.Cut(s, ",")
-		id, err := strconv.ParseInt(field, 10, 64)
+		id, rest, err := cutInt(s, ',')
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: id list: %w", err)
 		}

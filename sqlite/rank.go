@@ -1,12 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -195,18 +195,16 @@ func scanRankLists(row *sql.Row, since, now time.Time, halfLife time.Duration) (
 // integers, calling fn with each in f.
 func eachTuple(list string, f []int64, fn func()) error {
 	for list != "" {
-		var tuple string
-		tuple, list, _ = strings.Cut(list, " ")
 		for i := range f {
-			var field string
-			if field, tuple, _ = strings.Cut(tuple, ","); field == "" {
-				return fmt.Errorf("sqlite: rank inputs: short tuple")
+			sep := byte(',')
+			if i == len(f)-1 {
+				sep = ' '
 			}
-			n, err := strconv.ParseInt(field, 10, 64)
-			if err != nil {
-				return fmt.Errorf("sqlite: rank inputs: %w", err)
+			n, rest, err := cutInt(list, sep)
+			if err != nil || (rest == "" && i < len(f)-1) {
+				return fmt.Errorf("sqlite: tuple list: %w", cmp.Or(err, errIntList))
 			}
-			f[i] = n
+			f[i], list = n, rest
 		}
 		fn()
 	}
