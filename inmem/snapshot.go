@@ -9,8 +9,8 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// SnapshotItems bounds the ranked items all of a Snapshots holds (about
-// 90 bytes each, so ~90 MiB): past it, the oldest snapshots are dropped
+// SnapshotItems bounds the ranked items all of a Snapshots holds (64
+// bytes each, so ~64 MiB): past it, the oldest snapshots are dropped
 // first, and their cursors answer as expired ones do.
 const SnapshotItems = 1 << 20
 
