@@ -258,13 +258,15 @@ func (c *rankCache) forgetPost(id int64) {
 // likes and follows unless the cache holds them for these candidates; one
 // RankFacts statement, or only Candidates of the posts, or nothing.
 func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
-	ids := postIDs(entries)
 	buf := rankBufs.Get().(*rankBuf)
-	defer rankBufs.Put(buf)
+	defer buf.put()
+	ids := buf.ids[:0]
+	for _, e := range entries {
+		ids = append(ids, e.PostID)
+	}
 	facts, fresh := buf.get(len(ids))
 	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
-	var read []int64
-	authors := make([]int64, 0, len(ids))
+	read, authors := buf.read[:0], buf.authors[:0]
 	minID := ids[0]
 	for i, id := range ids {
 		minID = min(minID, id)
@@ -307,7 +309,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 
 	// The affinity of the candidates' authors (v.follows may know many
 	// more: every author the viewer follows).
-	aff := make(map[int64]Affinity, len(authors)+len(posts))
+	aff := buf.aff
 	for _, a := range authors {
 		aff[a] = Affinity{FollowedAt: v.follows[a]}
 	}
@@ -316,7 +318,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 			aff[c.AuthorID] = Affinity{FollowedAt: v.follows[c.AuthorID]}
 		}
 	}
-	liked := make([]int64, 0, len(v.likes))
+	liked := buf.liked[:0]
 	for _, l := range v.likes {
 		if l.PostID >= minID {
 			liked = append(liked, l.PostID)
@@ -328,6 +330,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 	}
 	slices.Sort(liked)
 	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
+	buf.ids, buf.read, buf.authors, buf.liked = ids, read, authors, liked // kept for the next page
 	rk := newRanker(rs, userID, aff, now)
 	defer rk.release()
 	for i, e := range entries {
@@ -345,17 +348,19 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 	return rk.sorted(), nil
 }
 
-// rankBuf is rankCached's scratch space for one page's cache lookup,
-// reused from page to page (rankBufs): a page's facts are ~10 KB, a fifth
-// of what a first ranked page allocated, and what a page allocates is how
-// often garbage collection runs under it (BENCHMARKS.md "The cold ranked
-// page").
+// rankBuf is rankCached's scratch space for one page (the cache lookup's
+// facts, the lists of ids, the affinities), reused from page to page
+// (rankBufs): what a page allocates is how often garbage collection runs
+// under it (BENCHMARKS.md "The cold ranked page", "Session of 2026-12-02,
+// 12:30-15:30 UTC").
 type rankBuf struct {
-	facts []rankFact
-	fresh []bool
+	facts                     []rankFact
+	fresh                     []bool
+	ids, read, authors, liked []int64
+	aff                       map[int64]Affinity
 }
 
-var rankBufs = sync.Pool{New: func() any { return new(rankBuf) }}
+var rankBufs = sync.Pool{New: func() any { return &rankBuf{aff: map[int64]Affinity{}} }}
 
 // get returns n zeroed facts and flags.
 func (b *rankBuf) get(n int) ([]rankFact, []bool) {
@@ -366,4 +371,10 @@ func (b *rankBuf) get(n int) ([]rankFact, []bool) {
 	clear(b.facts)
 	clear(b.fresh)
 	return b.facts, b.fresh
+}
+
+// put returns b to rankBufs, its map emptied.
+func (b *rankBuf) put() {
+	clear(b.aff)
+	rankBufs.Put(b)
 }
