@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -443,11 +444,8 @@ func (r *ranker) sorted() []RankedItem {
 		return nil
 	}
 	slices.SortFunc(r.keys, func(a, b rankKey) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
 		}
 		return a.i - b.i
 	})
