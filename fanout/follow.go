@@ -38,12 +38,15 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		return err
 	}
 	// Jobs of one pair may run out of order (follow, unfollow, follow in
-	// quick succession): each acts only if the follow is still as it says.
+	// quick succession): an unfollow acts only if the follow is still gone;
+	// a follow copies only if it still stands, and otherwise removes, as
+	// its unfollow's job did: that job may have run while this one's
+	// earlier attempt was between its check and its copy.
 	following, err := d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID)
-	if err != nil || following != a.Follow {
+	if err != nil || (!a.Follow && following) {
 		return err
 	}
-	if a.Follow {
+	if following {
 		if mode == feed.PullMode {
 			return nil // merged at read time; nothing to copy
 		}
@@ -60,16 +63,25 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		if err := d.Inbox.Add(ctx, a.FollowerID, es); err != nil {
 			return &inboxError{err}
 		}
-		return nil
+		// An unfollow committed since the check above has its own job,
+		// which may have removed the posts before the copy: look again.
+		if following, err = d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID); err != nil || following {
+			return err
+		}
 	}
-	// Unfollow: the followee's posts leave the inbox. An inbox holds at most
-	// InboxCap entries, so the followee's newest InboxCap posts cover it.
-	es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.inboxCap())
+	return removeFollowee(ctx, d, a.FollowerID, a.FolloweeID)
+}
+
+// removeFollowee takes followeeID's posts out of followerID's inbox. An
+// inbox holds at most InboxCap entries, so the followee's newest InboxCap
+// posts cover it.
+func removeFollowee(ctx context.Context, d *Deps, followerID, followeeID int64) error {
+	es, err := d.Outbox.Entries(ctx, []int64{followeeID}, feed.AtMost(math.MaxInt64), d.inboxCap())
 	if err != nil {
 		return &inboxError{err}
 	}
 	for _, e := range es {
-		if err := apply(ctx, d, OpRemove, e, []int64{a.FollowerID}); err != nil {
+		if err := apply(ctx, d, OpRemove, e, []int64{followerID}); err != nil {
 			return err
 		}
 	}
