@@ -170,6 +170,10 @@ type RankFactReader interface {
 	// at least minID, and of viewerID's follows of authors and of the
 	// posts' authors.
 	RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*RankReads, error)
+	// RankPosts returns what RankFacts returns in Posts alone: the posts
+	// among ids that exist, with LikedByViewer false, in no particular
+	// order. One statement.
+	RankPosts(ctx context.Context, ids []int64) ([]RankCandidate, error)
 }
 
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores

@@ -17,6 +17,11 @@ const (
 	RankViewersKept = 1 << 14
 )
 
+// RankAllFollows is the most follows a RankFactReader reads whole
+// (RankReads.AllFollows): a viewer who follows more has only the follows
+// of the page's authors read.
+const RankAllFollows = 2000
+
 // RankReads is what RankFactReader.RankFacts reads for a first ranked page.
 type RankReads struct {
 	// Posts are the posts among those asked for that exist, with
@@ -30,8 +35,9 @@ type RankReads struct {
 	Follows map[int64]time.Time
 	// AllFollows, when set, says that Follows also holds every author the
 	// viewer follows: an author absent from it is not followed. (A store
-	// reads all of a viewer's follows when there are few: one range of an
-	// index instead of a lookup per author.)
+	// reads all of a viewer's follows when there are at most
+	// RankAllFollows: one range of an index instead of a lookup per
+	// author, and an entry of the cache that knows every author.)
 	AllFollows bool
 }
 
@@ -256,7 +262,7 @@ func (c *rankCache) forgetPost(id int64) {
 // rankCached is rankCandidates with the cache (rankCache): it reads the
 // posts whose facts are unknown or whose count is stale, and the viewer's
 // likes and follows unless the cache holds them for these candidates; one
-// RankFacts statement, or only Candidates of the posts, or nothing.
+// RankFacts statement, or only RankPosts of the posts, or nothing.
 func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
 	buf := rankBufs.Get().(*rankBuf)
 	defer buf.put()
@@ -283,14 +289,14 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 	if !v.covers(sinceMS, minID, authors, now) {
 		v = nil
 	} else if len(read) > 0 {
-		m, err := s.Ranks.Candidates(ctx, userID, read)
-		if err != nil {
+		var err error
+		if posts, err = r.RankPosts(ctx, read); err != nil {
 			return nil, err
 		}
-		for _, c := range m {
-			posts = append(posts, c)
+		for _, c := range posts {
 			if !v.knows(c.AuthorID) {
 				v = nil // an author the entry knows nothing of
+				break
 			}
 		}
 	}

@@ -19,24 +19,25 @@ var (
 // rankFactsQuery is RankFacts: one row per post read (kind 0: id, creation,
 // author, likes) among $2, per like of the viewer ($1) since $3 or of a
 // post from id $4 on (kind 1: post, liked_at, author) and per follow of the
-// viewer of an author of $5 or of the posts read (kind 2: author,
-// followed_at).
+// viewer, up to $5 of them (kind 2: author, followed_at): one range of the
+// follows' primary key.
 const rankFactsQuery = `WITH c AS (SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($2))
 	SELECT 0, id, created_at, user_id, liked FROM c
 	UNION ALL SELECT 1, post_id, created_at, author_id, 0 FROM likes
 		WHERE user_id = $1 AND (created_at >= $3 OR post_id >= $4)
-	UNION ALL SELECT 2, f.followee_id, f.created_at, 0, 0 FROM follows f
-		WHERE f.follower_id = $1 AND (f.followee_id = ANY($5) OR f.followee_id IN (SELECT user_id FROM c))`
+	UNION ALL (SELECT 2, followee_id, created_at, 0, 0 FROM follows WHERE follower_id = $1 LIMIT $5)`
 
-// RankFacts implements feed.RankFactReader with rankFactsQuery.
+// rankFollowsQuery is the viewer's ($1) follows of the authors $2: the
+// follows RankFacts reads when the viewer has too many to read whole.
+const rankFollowsQuery = `SELECT followee_id, created_at FROM follows WHERE follower_id = $1 AND followee_id = ANY($2)`
+
+// RankFacts implements feed.RankFactReader with rankFactsQuery, and
+// rankFollowsQuery for a viewer of more than feed.RankAllFollows follows.
 func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
 	if ids == nil {
 		ids = []int64{}
 	}
-	if authors == nil {
-		authors = []int64{}
-	}
-	rows, err := db.Pool.Query(ctx, rankFactsQuery, viewerID, ids, since.UnixMilli(), minID, authors)
+	rows, err := db.Pool.Query(ctx, rankFactsQuery, viewerID, ids, since.UnixMilli(), minID, feed.RankAllFollows+1)
 	if err != nil {
 		return nil, err
 	}
@@ -65,10 +66,50 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	if len(follows) <= feed.RankAllFollows {
+		rr.AllFollows = true
+	} else {
+		// Too many to keep: only those of the page's authors.
+		asked := make([]int64, 0, len(rr.Follows))
+		for a := range rr.Follows {
+			asked = append(asked, a)
+		}
+		rows, err := db.Pool.Query(ctx, rankFollowsQuery, viewerID, asked)
+		if err != nil {
+			return nil, err
+		}
+		follows = follows[:0]
+		var f feed.RankLike
+		if _, err := pgx.ForEachRow(rows, []any{&f.AuthorID, &f.At}, func() error {
+			follows = append(follows, f)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range follows {
 		rr.Follows[f.AuthorID] = time.UnixMilli(f.At)
 	}
 	return rr, nil
+}
+
+// RankPosts implements feed.RankFactReader: the posts of rankFactsQuery
+// alone.
+func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	posts := make([]feed.RankCandidate, 0, len(ids))
+	var c feed.RankCandidate
+	_, err = pgx.ForEachRow(rows, []any{&c.PostID, &c.Score, &c.AuthorID, &c.Likes}, func() error {
+		posts = append(posts, c)
+		return nil
+	})
+	return posts, err
 }
 
 // Candidates implements feed.RankStore: only what the model needs, by

@@ -65,7 +65,7 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 // likes" each; the viewer's (?1) likes since ?3 or of posts from id ?4 on,
 // of any author, "post,author,liked_at" each (one range of likes_user,
 // which covers them: likes keep their post's author); and the viewer's follows,
-// "author,followed_at" each, up to rankAllFollows + 1 of them: one range
+// "author,followed_at" each, up to feed.RankAllFollows + 1 of them: one range
 // of the follows' primary key, cheaper than a lookup per candidate's
 // author (BENCHMARKS.md "The cold ranked page"). Every lookup is by
 // primary key or index, and no temporary table is made (no IN list, no
@@ -78,11 +78,6 @@ const rankFactsQuery = `SELECT (SELECT group_concat(p.id || ',' || p.created_at 
 	(SELECT group_concat(followee_id || ',' || created_at, ' ')
 		FROM (SELECT followee_id, created_at FROM follows WHERE follower_id = ?1 LIMIT ?5))`
 
-// rankAllFollows is the most follows RankFacts reads whole; a viewer who
-// follows more has the follows of the page's authors looked up one by one
-// (rankFollowsQuery).
-const rankAllFollows = 2000
-
 // rankFollowsQuery is the viewer's (?1) follows of the authors of ?3 (a
 // JSON array) and of the posts among ?2 (a JSON array), "author,
 // followed_at" each (an author may repeat).
@@ -92,11 +87,12 @@ const rankFollowsQuery = `SELECT group_concat(f.followee_id || ',' || f.created_
 		JOIN follows f ON f.follower_id = ?1 AND f.followee_id = a.author`
 
 // RankFacts implements feed.RankFactReader with rankFactsQuery (and
-// rankFollowsQuery for a viewer of more than rankAllFollows follows).
+// rankFollowsQuery, the follows of the page's authors looked up one by
+// one, for a viewer of more than feed.RankAllFollows follows).
 func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
 	var posts, likes, follows sql.NullString
 	idsArg := idList(nonNil(ids))
-	err := db.readRow(ctx, rankFactsQuery, viewerID, idsArg, ms(since), minID, rankAllFollows+1).
+	err := db.readRow(ctx, rankFactsQuery, viewerID, idsArg, ms(since), minID, feed.RankAllFollows+1).
 		Scan(&posts, &likes, &follows)
 	if err != nil {
 		return nil, err
@@ -123,7 +119,7 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 	if follows.Valid {
 		n = strings.Count(follows.String, " ") + 1
 	}
-	if n > rankAllFollows {
+	if n > feed.RankAllFollows {
 		// Too many to keep: only the page's authors.
 		if err := db.readRow(ctx, rankFollowsQuery, viewerID, idsArg, idList(nonNil(authors))).Scan(&follows); err != nil {
 			return nil, err
@@ -137,6 +133,27 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 		return nil, err
 	}
 	return rr, nil
+}
+
+// rankPostsQuery is RankPosts: the first list of rankFactsQuery alone.
+const rankPostsQuery = `SELECT group_concat(p.id || ',' || p.created_at || ',' || p.user_id || ',' || p.liked, ' ')
+	FROM json_each(?1) j JOIN posts p ON p.id = j.value`
+
+// RankPosts implements feed.RankFactReader with rankPostsQuery.
+func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var list sql.NullString
+	if err := db.readRow(ctx, rankPostsQuery, idList(ids)).Scan(&list); err != nil {
+		return nil, err
+	}
+	posts := make([]feed.RankCandidate, 0, len(ids))
+	var f [4]int64
+	err := eachTuple(list.String, f[:], func() {
+		posts = append(posts, feed.RankCandidate{PostID: f[0], Score: f[1], AuthorID: f[2], Likes: int(f[3])})
+	})
+	return posts, err
 }
 
 func nonNil(ids []int64) []int64 {

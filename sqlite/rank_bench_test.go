@@ -93,21 +93,32 @@ func BenchmarkRankCandidatesAffinity(b *testing.B) {
 // BenchmarkRankedFirstPage is a first ranked page (snapshots in memory)
 // of 10 posts, of 150 and 300 candidates, and BenchmarkTimelineFirstPage a
 // first chronological one. The ranked timeline's cache (rankCache) is
-// warm after the first page: BenchmarkRankedFirstPageCold starts each page
-// on a new Service, the cache empty.
+// warm after the first page (stale=1: only its like counts are never
+// fresh, so each page reads the posts, RankPosts);
+// BenchmarkRankedFirstPageCold starts each page on a new Service, the
+// cache empty.
 func BenchmarkRankedFirstPage(b *testing.B) {
 	w := openBenchWorld(b)
 	w.svc.Snapshots = &inmem.Snapshots{}
 	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
 	w.svc.Now = func() time.Time { return now }
-	for _, n := range []int{150, 300} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, c := range []struct{ n, stale int }{{150, 0}, {300, 0}, {150, 1}} {
+		name := fmt.Sprint(c.n)
+		if c.stale > 0 {
+			name += "/stale=1"
+		}
+		b.Run(name, func(b *testing.B) {
 			rs := feed.DefaultRankSettings()
-			rs.Candidates = n
-			w.svc.Rank = &rs
+			rs.Candidates = c.n
+			svc := w.svc
+			if c.stale > 0 {
+				rs.CountsTTL = 0
+				svc = benchService(w, &rs, now) // a cache of its own
+			}
+			svc.Rank = &rs
 			cpu, n := cpuTime(), 0
 			for b.Loop() {
-				if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+				if _, err := svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -127,15 +138,20 @@ func BenchmarkRankedFirstPageCold(b *testing.B) {
 			cpu, n := cpuTime(), 0
 			for b.Loop() {
 				n++
-				svc := &feed.Service{Users: w.db, Auth: w.db, Posts: w.db, Follows: w.db, Social: w.db, Outbox: w.svc.Outbox, Inbox: w.svc.Inbox,
-					Filters: w.db, Ranks: w.db, Snapshots: &inmem.Snapshots{}, Rank: &rs, Now: func() time.Time { return now }}
-				if _, err := svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+				if _, err := benchService(w, &rs, now).RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 		})
 	}
+}
+
+// benchService is a new Service on w's stores (its caches empty), with
+// rs, snapshots in memory and the clock stopped at now.
+func benchService(w *benchWorld, rs *feed.RankSettings, now time.Time) *feed.Service {
+	return &feed.Service{Users: w.db, Auth: w.db, Posts: w.db, Follows: w.db, Social: w.db, Outbox: w.svc.Outbox, Inbox: w.svc.Inbox,
+		Filters: w.db, Ranks: w.db, Snapshots: &inmem.Snapshots{}, Rank: rs, Now: func() time.Time { return now }}
 }
 
 func BenchmarkTimelineFirstPage(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/feedtest"
 	"github.com/feedd/feedd/sqlite"
 )
 
@@ -110,57 +111,13 @@ func must(t *testing.T, err error) {
 
 func noJobs(context.Context, *sql.Tx, ...feed.Job) error { return nil }
 
-// TestRankFactsFollows: RankFacts reads all of a viewer's follows when
-// they are few (AllFollows, an absent author not followed) and only those
-// of the page's authors past 2000, with the same answer for those authors
-// either way: when each was followed, zero for the one not followed.
+// TestRankFactsFollows: feedtest.CheckRankFactsFollows.
 func TestRankFactsFollows(t *testing.T) {
-	ctx := t.Context()
 	db := open(t)
 	db.Enqueue = noJobs
-	now := time.UnixMilli(1_800_000_000_000)
-	viewer, err := db.FindOrCreateUser(ctx, "13800000000", "viewer", now)
-	must(t, err)
-	var authors, posts []int64
-	for a := range 3 {
-		u, err := db.FindOrCreateUser(ctx, fmt.Sprintf("139%08d", a), fmt.Sprintf("a%d", a), now)
+	feedtest.CheckRankFactsFollows(t, db, func(viewer int64, n int) {
+		_, err := db.Write.ExecContext(t.Context(), `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO follows (follower_id, followee_id, created_at) SELECT ?, (1 << 41) + i, 1 FROM n`, n, viewer)
 		must(t, err)
-		authors = append(authors, u.ID)
-		p := &feed.Post{UserID: u.ID, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
-		must(t, db.CreatePost(ctx, p))
-		posts = append(posts, p.ID)
-	}
-	followed := map[int64]time.Time{}
-	for _, a := range authors[:2] {
-		at := now.Add(-time.Duration(a) * time.Hour)
-		must(t, db.SetFollow(ctx, viewer.ID, a, true, at))
-		followed[a] = at
-	}
-	stranger := int64(1 << 40) // asked about, followed by no one
-	check := func(many bool) {
-		t.Helper()
-		rr, err := db.RankFacts(ctx, viewer.ID, posts[1:], []int64{authors[0], stranger}, posts[0], now.Add(-time.Hour))
-		must(t, err)
-		if rr.AllFollows == many {
-			t.Fatalf("many follows %v: AllFollows %v", many, rr.AllFollows)
-		}
-		for _, a := range append(slices.Clone(authors), stranger) {
-			got, ok := rr.Follows[a]
-			if !ok && !rr.AllFollows {
-				t.Fatalf("many follows %v: author %d not answered", many, a)
-			}
-			if !got.Equal(followed[a]) {
-				t.Fatalf("many follows %v: author %d followed at %v, want %v", many, a, got, followed[a])
-			}
-		}
-		if many && len(rr.Follows) > 10 {
-			t.Fatalf("many follows: %d follows kept, want the page's authors only", len(rr.Follows))
-		}
-	}
-	check(false)
-	// 2100 more follows, of ids no user has.
-	_, err = db.Write.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2100)
-		INSERT INTO follows (follower_id, followee_id, created_at) SELECT ?, (1 << 41) + i, ? FROM n`, viewer.ID, now.UnixMilli())
-	must(t, err)
-	check(true)
+	})
 }
