@@ -26,7 +26,7 @@ type RankFollowStore interface {
 // RankPosts returns its posts): all of a
 // viewer's when they are at most feed.RankAllFollows (AllFollows: an
 // absent author is not followed), also when it is asked about no post and
-// no author (the read of a viewer alongside the candidates); past that,
+// no author (the viewer alone: its likes and follows); past that,
 // only those of the page's authors (asked about, or of the posts read),
 // with the same answer for those authors either way: when each was
 // followed, zero for the one not followed. addFollows must give viewer n

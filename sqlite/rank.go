@@ -97,13 +97,11 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 	if err != nil {
 		return nil, err
 	}
-	rr := &feed.RankReads{Posts: make([]feed.RankCandidate, 0, len(ids)), Follows: make(map[int64]time.Time, len(authors))}
-	var f [4]int64
-	if err := eachTuple(posts.String, f[:], func() {
-		rr.Posts = append(rr.Posts, feed.RankCandidate{PostID: f[0], Score: f[1], AuthorID: f[2], Likes: int(f[3])})
-	}); err != nil {
+	rr := &feed.RankReads{Follows: make(map[int64]time.Time, len(authors))}
+	if rr.Posts, err = parseRankPosts(posts.String, len(ids)); err != nil {
 		return nil, err
 	}
+	var f [3]int64
 	if err := eachTuple(likes.String, f[:3], func() {
 		rr.Likes = append(rr.Likes, feed.RankLike{PostID: f[0], AuthorID: f[1], At: f[2]})
 	}); err != nil {
@@ -148,9 +146,16 @@ func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate,
 	if err := db.readRow(ctx, rankPostsQuery, idList(ids)).Scan(&list); err != nil {
 		return nil, err
 	}
-	posts := make([]feed.RankCandidate, 0, len(ids))
+	return parseRankPosts(list.String, len(ids))
+}
+
+// parseRankPosts parses the post list of rankFactsQuery and
+// rankPostsQuery, "id,score,author,likes" each; n is how many to expect
+// at most.
+func parseRankPosts(list string, n int) ([]feed.RankCandidate, error) {
+	posts := make([]feed.RankCandidate, 0, n)
 	var f [4]int64
-	err := eachTuple(list.String, f[:], func() {
+	err := eachTuple(list, f[:], func() {
 		posts = append(posts, feed.RankCandidate{PostID: f[0], Score: f[1], AuthorID: f[2], Likes: int(f[3])})
 	})
 	return posts, err
