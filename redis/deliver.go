@@ -2,14 +2,12 @@ package redis
 
 import goredis "github.com/redis/go-redis/v9"
 
-// The scripts of the deliveries that trimsOn picks. Such a delivery is one
-// command, the script, which adds the entry itself, rather than a ZADD and
-// then the script: one command less in a pipeline for one delivery in
-// trimEvery, and, on a packed inbox, no more than three cheap calls when
-// there is nothing to compact (a head below headMax and no body: every
-// inbox that is new or small), before the helpers of packedLua are even
-// defined. BENCHMARKS.md "Fan-out on the wire" has what each cost the
-// server.
+// The script of the deliveries that trimsOn picks on a sorted-set inbox.
+// Such a delivery is one command, the script, which adds the entry itself,
+// rather than a ZADD and then the script: one command less in a pipeline
+// for one delivery in trimEvery. (On a packed inbox such a delivery is a
+// ZADD and a probe instead, compactProbe.) BENCHMARKS.md "Fan-out on the
+// wire" has what each cost the server.
 
 // deliverTrimScript delivers one entry to a sorted-set inbox and trims it
 // exactly (trimLua).
@@ -26,24 +24,23 @@ redis.call('ZADD', key, ARGV[1], ARGV[2])
 return removed
 `)
 
-// deliverCompactScript delivers one entry to a packed inbox's head and then
-// compacts the inbox (compactLua), unless there is nothing to compact: a
-// head of at most min(headMax, cap) members (sentinel included) without the
-// body marker has no body (nb = 0), so compactLua would neither merge nor
-// cut.
-//
-//	KEYS[1] head key (PackedHeadKey), KEYS[2] body key (BodyKey)
-//	ARGV[1] score, ARGV[2] member: the entry (as ZADD takes them)
-//	ARGV[3] cap, ARGV[4] headMax: as compactScript's
-//
-// Returns the number of entries removed by the cut to cap.
-var deliverCompactScript = goredis.NewScript(`
-local head, bkey, cap, headMax = KEYS[1], KEYS[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-redis.call('ZADD', head, ARGV[1], ARGV[2])
-local n = redis.call('ZCARD', head)
-if n <= headMax and n <= cap and not redis.call('ZSCORE', head, '=') then
-  return 0
-end
-` + compactLua + `
-return removed
-`)
+// compactProbe is what a delivery that trimsOn picks asks of a packed
+// inbox after its ZADD, with two plain commands instead of a script: the
+// head's size (ZCARD) and whether the inbox has a body (ZSCORE of
+// bodyMarker). A head of at most min(headMax, cap) members (sentinel
+// included) without the body marker has no body, so compactLua would
+// neither merge nor cut: nothing to do, the answer for every new or small
+// inbox. Only the inboxes for which compactDue says otherwise get a
+// compactScript call, in a second pipeline. The probe costs Redis ~1.8 µs
+// where a script that made the same three calls cost ~8.8 µs
+// (INFO commandstats; BENCHMARKS.md "Session of 2026-12-03").
+type compactProbe struct {
+	card   int64 // ZCARD of the head
+	marked bool  // the head holds bodyMarker
+}
+
+// compactDue reports whether the probed inbox needs compactScript, with
+// cap and headMax as compactScript takes them.
+func (p compactProbe) compactDue(cap, headMax int) bool {
+	return p.marked || p.card > int64(headMax) || p.card > int64(cap)
+}

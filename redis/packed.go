@@ -172,29 +172,64 @@ func (ib *Inbox) keys(userID int64) []string {
 	return []string{ib.key(userID), BodyKey(ib.prefix, userID)}
 }
 
-// deliverPacked is Deliver on a packed inbox: a ZADD to each head, and on
-// the deliveries trimsOn picks, deliverCompactScript instead (the ZADD and
-// the compaction in one call).
+// deliverPacked is Deliver on a packed inbox: a ZADD to each head, then,
+// in the same pipeline, a probe (compactProbe) of the inboxes that trimsOn
+// picks, and a compactScript call for those it finds due, in a second
+// pipeline.
 func (ib *Inbox) deliverPacked(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	if err := checkPackable(e); err != nil {
 		return err
 	}
 	z := goredis.Z{Score: float64(e.Score), Member: packedMember(e)}
-	args := []any{e.Score, z.Member, ib.cap, ib.headMaxArg()}
-	var compacts []scriptCall
-	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	type probe struct {
+		user   int64
+		card   *goredis.IntCmd
+		marker *goredis.FloatCmd
+	}
+	var probes []probe
+	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
-			if !trimsOn(e.PostID, u) {
-				p.ZAdd(ctx, ib.key(u), z)
-				continue
+			p.ZAdd(ctx, ib.key(u), z)
+		}
+		for _, u := range userIDs {
+			if trimsOn(e.PostID, u) {
+				key := ib.key(u)
+				probes = append(probes, probe{u, p.ZCard(ctx, key), p.ZScore(ctx, key, bodyMarker)})
 			}
-			c := scriptCall{keys: ib.keys(u), args: args}
-			c.cmd = deliverCompactScript.EvalSha(ctx, p, c.keys, c.args...)
-			compacts = append(compacts, c)
 		}
 		return nil
 	})
-	return retryNoScript(ctx, ib.rdb, deliverCompactScript, cmds, err, compacts)
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return err
+	}
+	var due []int64
+	for _, pr := range probes {
+		if err := cmp.Or(pr.card.Err(), pr.marker.Err()); err != nil && !errors.Is(err, goredis.Nil) {
+			return err
+		}
+		if (compactProbe{pr.card.Val(), pr.marker.Err() == nil}).compactDue(ib.cap, ib.headMaxArg()) {
+			due = append(due, pr.user)
+		}
+	}
+	return ib.compact(ctx, due)
+}
+
+// compact runs compactScript on the inboxes of users, in one pipeline.
+func (ib *Inbox) compact(ctx context.Context, users []int64) error {
+	if len(users) == 0 {
+		return nil
+	}
+	args := []any{ib.cap, ib.headMaxArg()}
+	calls := make([]scriptCall, 0, len(users))
+	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, u := range users {
+			c := scriptCall{keys: ib.keys(u), args: args}
+			c.cmd = compactScript.EvalSha(ctx, p, c.keys, c.args...)
+			calls = append(calls, c)
+		}
+		return nil
+	})
+	return retryNoScript(ctx, ib.rdb, compactScript, cmds, err, calls)
 }
 
 // addPacked is Add and Restore on a packed inbox: one packedAddScript call.

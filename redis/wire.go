@@ -79,17 +79,21 @@ func plainOptions(o *goredis.Options) bool {
 	return o.CredentialsProvider == nil && o.CredentialsProviderContext == nil && o.StreamingCredentialsProvider == nil && o.OnConnect == nil
 }
 
-// wireBatch is one node's share of a delivery: its commands and how many.
+// wireBatch is one node's share of a delivery: its commands and how many,
+// and on a packed inbox the users whose inboxes it probes (compactProbe),
+// whose probes end buf, after every delivery.
 type wireBatch struct {
-	opts *goredis.Options
-	buf  []byte
-	n    int
+	opts   *goredis.Options
+	buf    []byte
+	n      int
+	probes []int64
 }
 
 // deliverWire sends one delivery batch (see Deliver) on the wire path: a
-// ZADD per user, and for the users trimsOn picks the EVALSHA that Deliver
-// sends through go-redis instead: deliverTrimScript's on sorted-set inboxes,
-// deliverCompactScript's (head and body keys) on packed ones.
+// ZADD per user, and for the users trimsOn picks what Deliver sends through
+// go-redis: deliverTrimScript's EVALSHA on sorted-set inboxes; on packed
+// ones a probe after the ZADDs (compactProbe), then compactScript's EVALSHA
+// for the inboxes found due, in a second round trip.
 func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64) error {
 	// Every ZADD ends with the same score and member, every EVALSHA with
 	// the same arguments: encoded once. Scores are integers (ms), written
@@ -102,39 +106,27 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 	}
 	z := appendBulkString(nil, strconv.FormatInt(e.Score, 10))
 	z = appendBulkString(z, m)
+	script := append([]byte("*7\r\n$7\r\nEVALSHA\r\n$40\r\n"), deliverTrimScript.Hash()...)
+	script = append(script, "\r\n$1\r\n1\r\n"...)
 	args := append([]byte(nil), z...)
 	args = appendBulkString(args, strconv.Itoa(ib.cap))
-	var script []byte
-	if packed {
-		script = append([]byte("*9\r\n$7\r\nEVALSHA\r\n$40\r\n"), deliverCompactScript.Hash()...)
-		script = append(script, "\r\n$1\r\n2\r\n"...)
-		args = appendBulkString(args, strconv.Itoa(ib.headMaxArg()))
-	} else {
-		script = append([]byte("*7\r\n$7\r\nEVALSHA\r\n$40\r\n"), deliverTrimScript.Hash()...)
-		script = append(script, "\r\n$1\r\n1\r\n"...)
-	}
 	var key []byte
 	add := func(b *wireBatch, u int64) {
 		key = ib.appendKey(key[:0], ib.prefix, u)
 		b.n++
-		if !trimsOn(e.PostID, u) {
-			b.buf = append(b.buf, "*4\r\n$4\r\nZADD\r\n"...)
+		switch {
+		case !trimsOn(e.PostID, u):
+		case packed:
+			b.probes = append(b.probes, u)
+		default:
+			b.buf = append(b.buf, script...)
 			b.buf = appendBulk(b.buf, key)
-			b.buf = append(b.buf, z...)
+			b.buf = append(b.buf, args...)
 			return
 		}
-		b.buf = append(b.buf, script...)
+		b.buf = append(b.buf, "*4\r\n$4\r\nZADD\r\n"...)
 		b.buf = appendBulk(b.buf, key)
-		if packed {
-			// BodyKey: the head's key less ":head", and ":packed".
-			ik := key[:len(key)-len(headSuffix)]
-			b.buf = append(b.buf, '$')
-			b.buf = strconv.AppendInt(b.buf, int64(len(ik)+len(bodySuffix)), 10)
-			b.buf = append(b.buf, "\r\n"...)
-			b.buf = append(b.buf, ik...)
-			b.buf = append(b.buf, bodySuffix+"\r\n"...)
-		}
-		b.buf = append(b.buf, args...)
+		b.buf = append(b.buf, z...)
 	}
 	switch c := ib.rdb.(type) {
 	case *goredis.Client:
@@ -144,8 +136,9 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 		for _, u := range userIDs {
 			add(&b, u)
 		}
+		err := ib.sendDelivery(ctx, &b)
 		*buf = b.buf
-		return ib.wire.send(ctx, &b)
+		return err
 	case *goredis.ClusterClient:
 		batches := map[*goredis.Client]*wireBatch{}
 		for _, u := range userIDs {
@@ -165,7 +158,7 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 		}
 		errs := make(chan error, len(batches))
 		for _, b := range batches {
-			go func() { errs <- ib.wire.send(ctx, b) }()
+			go func() { errs <- ib.sendDelivery(ctx, b) }()
 		}
 		var err error
 		for range batches {
@@ -174,6 +167,52 @@ func (ib *Inbox) deliverWire(ctx context.Context, e feed.Entry, userIDs []int64)
 		return err
 	}
 	return errors.New("redis: no wire path for this client")
+}
+
+// sendDelivery sends b, a delivery batch of deliverWire, its probes
+// appended, and then compactScript's EVALSHA for each probed inbox that
+// is due.
+func (ib *Inbox) sendDelivery(ctx context.Context, b *wireBatch) error {
+	var key []byte
+	for _, u := range b.probes {
+		key = ib.appendKey(key[:0], ib.prefix, u)
+		b.buf = append(b.buf, "*2\r\n$5\r\nZCARD\r\n"...)
+		b.buf = appendBulk(b.buf, key)
+		b.buf = append(b.buf, "*3\r\n$6\r\nZSCORE\r\n"...)
+		b.buf = appendBulk(b.buf, key)
+		b.buf = appendBulkString(b.buf, bodyMarker)
+	}
+	replies := make([]int64, 2*len(b.probes))
+	if err := ib.wire.send(ctx, b.opts, b.buf, b.n+len(replies), replies); err != nil || len(b.probes) == 0 {
+		return err
+	}
+	// compactScript's EVALSHA for the inboxes due, over the same buffer.
+	b.buf, b.n = b.buf[:0], 0
+	headMax := ib.headMaxArg()
+	for i, u := range b.probes {
+		if !(compactProbe{replies[2*i], replies[2*i+1] != 0}).compactDue(ib.cap, headMax) {
+			continue
+		}
+		key = ib.appendKey(key[:0], ib.prefix, u)
+		b.buf = append(b.buf, "*7\r\n$7\r\nEVALSHA\r\n$40\r\n"...)
+		b.buf = append(b.buf, compactScript.Hash()...)
+		b.buf = append(b.buf, "\r\n$1\r\n2\r\n"...)
+		b.buf = appendBulk(b.buf, key)
+		// BodyKey: the head's key less ":head", and ":packed".
+		ik := key[:len(key)-len(headSuffix)]
+		b.buf = append(b.buf, '$')
+		b.buf = strconv.AppendInt(b.buf, int64(len(ik)+len(bodySuffix)), 10)
+		b.buf = append(b.buf, "\r\n"...)
+		b.buf = append(b.buf, ik...)
+		b.buf = append(b.buf, bodySuffix+"\r\n"...)
+		b.buf = appendBulkString(b.buf, strconv.Itoa(ib.cap))
+		b.buf = appendBulkString(b.buf, strconv.Itoa(headMax))
+		b.n++
+	}
+	if b.n == 0 {
+		return nil
+	}
+	return ib.wire.send(ctx, b.opts, b.buf, b.n, nil)
 }
 
 // wireBufs are the single node's pipeline buffers, reused from batch to
@@ -214,15 +253,15 @@ func (e wireReplyError) Error() string { return string(e) }
 // RedisError implements goredis.Error.
 func (wireReplyError) RedisError() {}
 
-// send writes b's commands on a connection to b's node and reads their
-// replies.
-func (w *wire) send(ctx context.Context, b *wireBatch) error {
-	p := w.pool(b.opts)
+// send writes buf, k commands, on a connection to o's node and reads
+// their replies, the last len(tail) of them into tail (see exchange).
+func (w *wire) send(ctx context.Context, o *goredis.Options, buf []byte, k int, tail []int64) error {
+	p := w.pool(o)
 	c, err := p.get(ctx)
 	if err != nil {
 		return err
 	}
-	err = c.roundTrip(ctx, b.opts, b.buf, b.n)
+	err = c.roundTrip(ctx, o, buf, k, tail)
 	var reply wireReplyError
 	if err != nil && !errors.As(err, &reply) {
 		c.Close()
@@ -340,19 +379,19 @@ func dialWire(ctx context.Context, o *goredis.Options) (*wireConn, error) {
 		hello = appendBulkString(hello, strconv.Itoa(o.DB))
 		k++
 	}
-	if err := c.roundTrip(ctx, o, hello, k); err != nil {
+	if err := c.roundTrip(ctx, o, hello, k, nil); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// roundTrip writes buf, which holds k commands, and reads their k replies,
-// each an integer or a status (anything else is a protocol error). It
+// roundTrip writes buf, which holds k commands, and reads their k replies
+// (exchange), the last len(tail) of them into tail. It
 // returns the first error reply, once every reply is read; any other error
 // leaves the connection unusable. The deadline is ctx's, or the client's
 // read and write timeouts from now; cancelling ctx interrupts it.
-func (c *wireConn) roundTrip(ctx context.Context, o *goredis.Options, buf []byte, k int) error {
+func (c *wireConn) roundTrip(ctx context.Context, o *goredis.Options, buf []byte, k int, tail []int64) error {
 	deadline := time.Time{}
 	if t := max(o.ReadTimeout, 0) + max(o.WriteTimeout, 0); t > 0 {
 		deadline = time.Now().Add(t)
@@ -364,19 +403,24 @@ func (c *wireConn) roundTrip(ctx context.Context, o *goredis.Options, buf []byte
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	err := c.exchange(buf, k)
+	err := c.exchange(buf, k, tail)
 	if !stop() {
 		return cmpErr(ctx.Err(), err)
 	}
 	return err
 }
 
-func (c *wireConn) exchange(buf []byte, k int) error {
+// exchange writes buf, which holds k commands, and reads their k replies:
+// integers, statuses, error replies, and in the last len(tail) also bulk
+// strings (anything else is a protocol error). Each of the last len(tail)
+// replies goes into tail: an integer as itself, a bulk string as 1, a nil
+// one as 0.
+func (c *wireConn) exchange(buf []byte, k int, tail []int64) error {
 	if _, err := c.Write(buf); err != nil {
 		return err
 	}
 	var first error
-	for range k {
+	for i := range k {
 		line, err := c.r.ReadSlice('\n')
 		if err != nil {
 			return err
@@ -384,12 +428,30 @@ func (c *wireConn) exchange(buf []byte, k int) error {
 		if len(line) < 3 || line[len(line)-2] != '\r' {
 			return fmt.Errorf("redis: wire path: malformed reply %q", line)
 		}
-		switch line[0] {
-		case ':', '+':
-		case '-':
+		t := i - (k - len(tail)) // the reply's index in tail, if >= 0
+		switch {
+		case line[0] == ':' && t >= 0:
+			n, err := strconv.ParseInt(string(line[1:len(line)-2]), 10, 64)
+			if err != nil {
+				return fmt.Errorf("redis: wire path: malformed reply %q", line)
+			}
+			tail[t] = n
+		case line[0] == ':', line[0] == '+':
+		case line[0] == '-':
 			if first == nil {
 				first = wireReplyError(line[1 : len(line)-2])
 			}
+		case line[0] == '$' && t >= 0:
+			n, err := strconv.Atoi(string(line[1 : len(line)-2]))
+			if err != nil || n < -1 {
+				return fmt.Errorf("redis: wire path: malformed reply %q", line)
+			}
+			if n >= 0 {
+				if _, err := c.r.Discard(n + 2); err != nil {
+					return err
+				}
+			}
+			tail[t] = min(int64(n)+1, 1)
 		default:
 			return fmt.Errorf("redis: wire path: unexpected reply %q", line)
 		}
