@@ -328,12 +328,17 @@ func jsonString(v any) string {
 
 // scanEntries reads (score, post id) rows as inbox entries.
 func scanEntries(rows *sql.Rows, err error) ([]feed.Entry, error) {
+	return scanEntriesMax(rows, err, -1)
+}
+
+// scanEntriesMax is scanEntries of at most max rows (all when negative).
+func scanEntriesMax(rows *sql.Rows, err error, max int) ([]feed.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []feed.Entry{}
-	for rows.Next() {
+	for len(out) != max && rows.Next() {
 		var e feed.Entry
 		if err := rows.Scan(&e.Score, &e.PostID); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	feed "github.com/feedd/feedd"
@@ -184,10 +185,21 @@ const inboxPageQuery = `SELECT score, post_id FROM inbox WHERE user_id = ?1
 // read.
 const pageRowsMax = 32
 
+// inboxRowsQuery is inboxPageQuery for the pages read as rows: its limit
+// is pageRowsMax, written in the statement, and Page stops reading at the
+// page's own. SQLite takes a bound LIMIT into account when it plans, so a
+// statement whose LIMIT parameter changes from one run to the next is
+// compiled again each time (about twice the cost of a 10-entry page on
+// this package's benchmark machine: BENCHMARKS.md, "The inbox page's
+// statement"); pages of various sizes (clients' limits, a ranked page's
+// head read, the page loop's refills) share this one plan.
+var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMIT "+strconv.Itoa(pageRowsMax)+" OFFSET ?4", 1)
+
 // Page implements feed.Inbox.
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	if limit <= pageRowsMax {
-		return scanEntries(ib.DB.read(ctx, inboxPageQuery, userID, b.Max, b.BeforeID, limit, offset))
+		rows, err := ib.DB.read(ctx, inboxRowsQuery, userID, b.Max, b.BeforeID, offset)
+		return scanEntriesMax(rows, err, limit)
 	}
 	// Two aggregates over the same rows see them in the same order, so the
 	// i-th score and the i-th post id are one entry's: cheaper than one

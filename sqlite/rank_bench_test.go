@@ -177,3 +177,24 @@ func BenchmarkInboxPageCandidates(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInboxPageSizes reads 10-entry pages of the embedded inbox, and
+// pages of 10 and 20 entries in turn (a chronological page and a ranked
+// page's head read): one statement plan for both, not one compiled again
+// whenever the limit changes (sqlite.Inbox's inboxRowsQuery).
+func BenchmarkInboxPageSizes(b *testing.B) {
+	w := openBenchWorld(b)
+	ib := &sqlite.Inbox{DB: w.db}
+	for _, sizes := range [][]int{{10}, {10, 20}} {
+		b.Run(fmt.Sprint(sizes), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				n := sizes[i%len(sizes)]
+				if es, err := ib.Page(b.Context(), w.viewer, feed.AtMost(1<<62), 0, n); err != nil || len(es) != n {
+					b.Fatalf("page of %d: %d entries, %v", n, len(es), err)
+				}
+				i++
+			}
+		})
+	}
+}
