@@ -174,6 +174,11 @@ type RankFactReader interface {
 	// among ids that exist, with LikedByViewer false, in no particular
 	// order. One statement.
 	RankPosts(ctx context.Context, ids []int64) ([]RankCandidate, error)
+	// RankPostRange returns what RankPosts returns of every id from lo to
+	// hi: the posts with ids in [lo, hi], in no particular order. One
+	// statement, one range of the posts' primary key (the ranked
+	// timeline's read-around, rankCached).
+	RankPostRange(ctx context.Context, lo, hi int64) ([]RankCandidate, error)
 }
 
 // SnapshotsKept is how many of one user's ranked snapshots the SQL stores
@@ -308,20 +313,17 @@ func (s *Service) rankViews(ctx context.Context, userID int64, items []RankedIte
 func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedItem, error) {
 	rs := s.rankSettings()
 	now := s.now()
-	oldest := now.Add(-rs.Window).UnixMilli()
 	since := now.Add(-rs.AffinityWindow)
+	if r, ok := s.Ranks.(RankFactReader); ok && (rs.CountsTTL > 0 || rs.ViewerTTL > 0) {
+		return s.rankCached(ctx, r, userID, rs, since, now)
+	}
 	entries, err := s.streamPage(ctx, userID, Top(), 0, rs.Candidates)
 	if err != nil {
 		return nil, err
 	}
-	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
-		entries = entries[:i]
-	}
+	entries = inWindow(entries, rs, now)
 	if len(entries) == 0 {
 		return nil, nil
-	}
-	if r, ok := s.Ranks.(RankFactReader); ok && (rs.CountsTTL > 0 || rs.ViewerTTL > 0) {
-		return s.rankCached(ctx, r, userID, entries, rs, since, now)
 	}
 	cands, aff, err := s.rankInputs(ctx, userID, postIDs(entries), since, now, rs.AffinityHalfLife)
 	if err != nil {
@@ -335,6 +337,16 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]RankedIte
 		}
 	}
 	return rk.sorted(), nil
+}
+
+// inWindow returns the entries of entries (in feed order) at most
+// rs.Window old at now.
+func inWindow(entries []Entry, rs RankSettings, now time.Time) []Entry {
+	oldest := now.Add(-rs.Window).UnixMilli()
+	if i := slices.IndexFunc(entries, func(e Entry) bool { return e.Score < oldest }); i >= 0 {
+		return entries[:i]
+	}
+	return entries
 }
 
 // rankInputs reads the candidates among ids and the viewer's affinity to

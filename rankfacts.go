@@ -11,7 +11,8 @@ import (
 // RankFactsKept bounds the posts, and RankViewersKept the viewers, that
 // the ranked timeline's caches hold (rankCache): past half of either, the
 // older half is dropped. A post costs about 100 bytes, a viewer about 40
-// bytes a like and a followed author.
+// bytes a like and a followed author and 16 bytes a candidate entry
+// (RankSettings.Candidates: 2.4 KB at the default 150).
 const (
 	RankFactsKept   = 1 << 16
 	RankViewersKept = 1 << 14
@@ -40,6 +41,26 @@ type RankReads struct {
 	// author, and an entry of the cache that knows every author.)
 	AllFollows bool
 }
+
+// rankHeadRead is how many entries of the head of a viewer's feed stream a
+// first ranked page reads when the cache holds the viewer's candidates
+// (rankViewer.cands): the newest, merged into them (mergeHead), instead of
+// the Candidates newest.
+const rankHeadRead = 20
+
+// The read-around: a first ranked page that must read at least
+// rankReadAroundMin posts whose ids span at most rankReadAround times as
+// many ids reads every post of the span instead (RankPostRange, one range
+// of the primary key, not a lookup per post), and keeps them all: the
+// posts published at the same time as a viewer's candidates are the
+// candidates of the viewers who follow their authors. It applies where
+// the candidates are dense among all posts (a community where viewers
+// follow a good part of the authors, or a process that has just started);
+// among many authors the span is too wide and each post is looked up.
+const (
+	rankReadAroundMin = 32
+	rankReadAround    = 4
+)
 
 // RankLike is one of a viewer's likes.
 type RankLike struct {
@@ -75,6 +96,12 @@ type rankViewer struct {
 	allFollows bool
 	expires    time.Time // zero: an entry that holds only inval
 	inval      uint64    // the last invalidation of the viewer (rankCache.mark)
+	// cands are the viewer's candidates as the last first page found
+	// them: the newest candsN entries of the feed stream, in feed order
+	// (rankEntries). Never changed once stored: a page that finds new
+	// entries stores a copy of the entry (putCands).
+	cands  []Entry
+	candsN int
 }
 
 // covers reports whether v answers for a page's likes (since, minID) and
@@ -133,24 +160,27 @@ func (g *gen2[V]) delete(k int64) {
 }
 
 // rankCache is the ranked timeline's per-process cache, so that a first
-// ranked page reads from the store only its inbox entries and what it has
-// not seen lately:
+// ranked page reads from the store only the head of its feed stream and
+// what it has not seen lately:
 //
 //   - of each candidate post, its author and creation (they never change)
 //     and its like count for CountsTTL;
-//   - of each viewer, their likes and follows for ViewerTTL.
+//   - of each viewer, their likes and follows, and their candidate
+//     entries (merged with the stream's head at each page: rankEntries),
+//     for ViewerTTL.
 //
 // What this process changes it applies at once: a like or unlike marks the
 // post's count stale and the liker's entry; a follow or unfollow marks the
 // follower's; a block (which removes follows both ways and likes) marks
 // both users' and every count; a delete forgets the post. What other
 // processes change shows after at most the TTLs (and a deleted post's
-// likes count towards affinity until the viewer's entry expires). Whether
+// likes count towards affinity until the viewer's entry expires; of the
+// entries of the stream, rankEntries says what the merge may miss). Whether
 // a post may be shown (deleted, blocked, muted, hidden) is never cached:
 // pages are filtered when read (rankViews).
 //
 // A read that raced a change must not store what it read before the
-// change: lookup returns a rankToken, every change takes a sequence number
+// change: lookupViewer returns a rankToken, every change takes a sequence number
 // and leaves it on the post's or viewer's entry (inval), and the puts keep
 // nothing for an entry changed after the token (nor counts of an older
 // epoch). So changes to other posts and viewers never spoil a read. The
@@ -167,10 +197,21 @@ type rankCache struct {
 // touched.
 type rankToken struct{ seq, epoch uint64 }
 
-// lookup fills facts[i] for each of ids whose facts are known, and
-// fresh[i] when its count is fresh at now. It returns the viewer's entry
-// (nil if none or only a mark) and the token to give the puts.
-func (c *rankCache) lookup(viewerID int64, ids []int64, now time.Time, facts []rankFact, fresh []bool) (*rankViewer, rankToken) {
+// lookupViewer returns the viewer's entry (nil if none or only a mark)
+// and the token to give the puts of what is read afterwards.
+func (c *rankCache) lookupViewer(viewerID int64) (*rankViewer, rankToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, _ := c.viewers.get(viewerID, RankViewersKept)
+	if v != nil && v.expires.IsZero() {
+		v = nil
+	}
+	return v, rankToken{c.seq, c.epoch}
+}
+
+// lookupPosts fills facts[i] for each of ids whose facts are known, and
+// fresh[i] when its count is fresh at now.
+func (c *rankCache) lookupPosts(ids []int64, now time.Time, facts []rankFact, fresh []bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, id := range ids {
@@ -178,11 +219,6 @@ func (c *rankCache) lookup(viewerID int64, ids []int64, now time.Time, facts []r
 		ok = ok && f.author != 0
 		facts[i], fresh[i] = f, ok && f.epoch == c.epoch && now.Before(f.fresh)
 	}
-	v, _ := c.viewers.get(viewerID, RankViewersKept)
-	if v != nil && v.expires.IsZero() {
-		v = nil
-	}
-	return v, rankToken{c.seq, c.epoch}
 }
 
 // putPosts stores what the store returned of posts read since lookup
@@ -216,6 +252,20 @@ func (c *rankCache) putViewer(viewerID int64, v *rankViewer, tok rankToken) {
 		v.inval = old.inval // kept, for reads older still
 	}
 	c.viewers.put(viewerID, v, RankViewersKept)
+}
+
+// putCands stores cands, read with Candidates n, as the candidates of
+// viewerID's entry v, in a copy of it, unless the entry is no longer v (a
+// change marked it, or another page replaced it).
+func (c *rankCache) putCands(viewerID int64, v *rankViewer, cands []Entry, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.viewers.get(viewerID, RankViewersKept); !ok || cur != v {
+		return
+	}
+	nv := *v
+	nv.cands, nv.candsN = cands, n
+	c.viewers.put(viewerID, &nv, RankViewersKept)
 }
 
 // markViewers marks the entries of users changed (c.mu held).
@@ -259,11 +309,26 @@ func (c *rankCache) forgetPost(id int64) {
 	c.posts.delete(id)
 }
 
-// rankCached is rankCandidates with the cache (rankCache): it reads the
-// posts whose facts are unknown or whose count is stale, and the viewer's
-// likes and follows unless the cache holds them for these candidates; one
-// RankFacts statement, or only RankPosts of the posts, or nothing.
-func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, entries []Entry, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
+// rankCached is rankCandidates with the cache (rankCache). It reads the
+// candidate entries (rankEntries: only the head of the feed stream when
+// the cache holds the viewer's), the posts whose facts are unknown or
+// whose count is stale (the whole span of their ids when it is dense: the
+// read-around), and the viewer's likes and follows unless the cache holds
+// them for these candidates; one RankFacts statement, or only RankPosts or
+// RankPostRange of the posts, or nothing.
+func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
+	v, tok := s.rankCache.lookupViewer(userID)
+	if v != nil && !now.Before(v.expires) {
+		v = nil
+	}
+	all, err := s.rankEntries(ctx, userID, v, rs.Candidates)
+	if err != nil {
+		return nil, err
+	}
+	entries := inWindow(all, rs, now)
+	if len(entries) == 0 {
+		return nil, nil
+	}
 	buf := rankBufs.Get().(*rankBuf)
 	defer buf.put()
 	ids := buf.ids[:0]
@@ -271,7 +336,7 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		ids = append(ids, e.PostID)
 	}
 	facts, fresh := buf.get(len(ids))
-	v, tok := s.rankCache.lookup(userID, ids, now, facts, fresh)
+	s.rankCache.lookupPosts(ids, now, facts, fresh)
 	read, authors := buf.read[:0], buf.authors[:0]
 	minID := ids[0]
 	for i, id := range ids {
@@ -282,14 +347,27 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 			read = append(read, id)
 		}
 	}
+	var posts []RankCandidate
+	if len(read) >= rankReadAroundMin {
+		if lo, hi := slices.Min(read), slices.Max(read); hi-lo < int64(rankReadAround*len(read)) {
+			if posts, err = r.RankPostRange(ctx, lo, hi); err != nil {
+				return nil, err
+			}
+			slices.SortFunc(posts, byPostID)
+			for _, id := range read {
+				if k, ok := slices.BinarySearchFunc(posts, id, postIDCmp); ok {
+					authors = append(authors, posts[k].AuthorID)
+				}
+			}
+			read = read[:0]
+		}
+	}
 	slices.Sort(authors)
 	authors = slices.Compact(authors)
 	sinceMS := since.UnixMilli()
-	var posts []RankCandidate
 	if !v.covers(sinceMS, minID, authors, now) {
 		v = nil
 	} else if len(read) > 0 {
-		var err error
 		if posts, err = r.RankPosts(ctx, read); err != nil {
 			return nil, err
 		}
@@ -305,11 +383,16 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		if err != nil {
 			return nil, err
 		}
-		posts = rr.Posts
-		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows, expires: now.Add(rs.ViewerTTL)}
+		if len(read) > 0 {
+			posts = rr.Posts // read is empty after a read-around
+		}
+		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows,
+			expires: now.Add(rs.ViewerTTL), cands: all, candsN: rs.Candidates}
 		if rs.ViewerTTL > 0 {
 			s.rankCache.putViewer(userID, v, tok)
 		}
+	} else if !sameEntries(v.cands, all) {
+		s.rankCache.putCands(userID, v, all, rs.Candidates)
 	}
 	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
 
@@ -335,14 +418,14 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		}
 	}
 	slices.Sort(liked)
-	slices.SortFunc(posts, func(a, b RankCandidate) int { return cmp.Compare(a.PostID, b.PostID) })
+	slices.SortFunc(posts, byPostID)
 	buf.ids, buf.read, buf.authors, buf.liked = ids, read, authors, liked // kept for the next page
 	rk := newRanker(rs, userID, aff, now)
 	defer rk.release()
 	for i, e := range entries {
 		c := RankCandidate{PostID: e.PostID, AuthorID: facts[i].author, Score: facts[i].created, Likes: facts[i].likes}
 		if !fresh[i] {
-			k, ok := slices.BinarySearchFunc(posts, e.PostID, func(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id) })
+			k, ok := slices.BinarySearchFunc(posts, e.PostID, postIDCmp)
 			if !ok {
 				continue // deleted
 			}
@@ -352,6 +435,62 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 		rk.add(c, e.Score)
 	}
 	return rk.sorted(), nil
+}
+
+func byPostID(a, b RankCandidate) int         { return cmp.Compare(a.PostID, b.PostID) }
+func postIDCmp(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id) }
+
+// rankEntries returns userID's candidate entries: the newest n of the feed
+// stream, in feed order. When v holds the viewer's candidates as a page
+// read them before (rankViewer.cands), it reads only the stream's head,
+// rankHeadRead entries, and merges it into them (mergeHead); otherwise,
+// or when the head does not reach them, it reads the n newest.
+//
+// What the merge may miss, until v expires (RankSettings.ViewerTTL):
+// entries that joined the stream below its head since (delivered after
+// more than rankHeadRead newer ones, or a follow's backfill through
+// another process: one through this one marks v), and entries that left
+// it (deleted posts and those of authors no longer followed stay
+// candidates, and are dropped when pages are read, as they always are).
+func (s *Service) rankEntries(ctx context.Context, userID int64, v *rankViewer, n int) ([]Entry, error) {
+	if v != nil && v.cands != nil && v.candsN == n {
+		head, err := s.streamPage(ctx, userID, Top(), 0, rankHeadRead)
+		if err != nil {
+			return nil, err
+		}
+		if es, ok := mergeHead(head, v.cands, rankHeadRead, n); ok {
+			return es, nil
+		}
+	}
+	return s.streamPage(ctx, userID, Top(), 0, n)
+}
+
+// mergeHead returns the newest n entries of a feed stream whose newest k
+// entries are head (the whole stream when fewer) and whose newest entries
+// were cands when last read, and true; or false when it cannot tell them:
+// head is full and ends before cands begin, so entries may lie between.
+// Nothing new returns cands itself (when cands are n entries, or the
+// stream is shorter than its head).
+func mergeHead(head, cands []Entry, k, n int) ([]Entry, bool) {
+	if len(head) < k {
+		if h := head[:min(n, len(head))]; !slices.Equal(h, cands) {
+			return h, true
+		}
+		return cands, true
+	}
+	if len(cands) == 0 || head[k-1].Before(cands[0]) {
+		return nil, false
+	}
+	if h := min(k, n); len(cands) == n && slices.Equal(head[:h], cands[:h]) {
+		return cands, true
+	}
+	m := MergeEntries(head, cands)
+	return m[:min(n, len(m))], true
+}
+
+// sameEntries reports whether a and b are the same slice.
+func sameEntries(a, b []Entry) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // rankBuf is rankCached's scratch space for one page (the cache lookup's

@@ -12,8 +12,10 @@ import (
 // facts, like counts, each viewer's likes and follows): after every change
 // made through the service (like, unlike, another user's like, unfollow,
 // follow, delete, block) the first ranked page, warm cache and all, ranks
-// exactly as a service without the cache; a like made through another
-// process shows once the TTLs have passed, and not before.
+// exactly as a service without the cache, and so it does after new posts
+// (the candidates the cache holds merged with the head of the stream); a
+// like made through another process shows once the TTLs have passed, and
+// not before.
 func testRankCache(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	w := newWorld(t, b, newRand(t))
@@ -87,6 +89,27 @@ func testRankCache(t *testing.T, b *Backend) {
 	check("warming the cache")
 	check("with the cache warm")
 
+	// The candidates the cache holds: a first page reads only the head of
+	// the stream and merges it into them, or all of them again when the
+	// head does not reach them (more new entries than its 20).
+	feedPublish := func(n int) {
+		t.Helper()
+		for i := range n {
+			w.clock.Add(int64(1 + w.r.IntN(1000)))
+			p := w.publish(feedAuthors[i%len(feedAuthors)])
+			byAuthor[p.UserID] = append(byAuthor[p.UserID], p.ID)
+		}
+	}
+	feedPublish(3)
+	check("after new posts (the head of the stream merged)")
+	feedPublish(25)
+	check("after more new posts than the head read")
+	w.clock.Add(-2500) // a post that sorts below the newest ones
+	p := w.publish(a3)
+	byAuthor[a3] = append(byAuthor[a3], p.ID)
+	w.clock.Add(5000)
+	check("after a post that sorts below the newest")
+
 	liked := byAuthor[a3][0]
 	must(t, svc.SetLike(ctx, w.v1, liked, true), "SetLike")
 	check("after the viewer's like")
@@ -119,4 +142,14 @@ func testRankCache(t *testing.T, b *Backend) {
 	}
 	w.clock.Add(max(rs.CountsTTL, rs.ViewerTTL).Milliseconds() + 1)
 	check(fmt.Sprintf("a like through another process, %v later", max(rs.CountsTTL, rs.ViewerTTL)))
+
+	// A post published through another process is in the head of the
+	// stream: it is a candidate at once.
+	check("the cache warm again")
+	op, err := other.Publish(ctx, a1, feed.PostInput{Title: "from another process", Content: "<p>hello</p>"})
+	must(t, err, "Publish through another process")
+	w.posts[op.ID] = op
+	w.order = append(w.order, op.ID)
+	w.drain()
+	check("after a post published through another process")
 }

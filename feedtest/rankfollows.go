@@ -23,7 +23,7 @@ type RankFollowStore interface {
 }
 
 // CheckRankFactsFollows checks the follows RankFacts reads (and that
-// RankPosts returns its posts): all of a
+// RankPosts returns its posts, and RankPostRange those of a range): all of a
 // viewer's when they are at most feed.RankAllFollows (AllFollows: an
 // absent author is not followed), also when it is asked about no post and
 // no author (the viewer alone: its likes and follows); past that,
@@ -80,6 +80,19 @@ func CheckRankFactsFollows(t *testing.T, db RankFollowStore, addFollows func(vie
 		slices.SortFunc(rr.Posts, byID)
 		if len(rr.Posts) != 2 || !slices.Equal(got, rr.Posts) {
 			t.Fatalf("RankPosts %v, RankFacts's posts %v (want 2)", got, rr.Posts)
+		}
+		// RankPostRange: RankPosts of every id of a range.
+		last := posts[len(posts)-1]
+		inRange, err := db.RankPostRange(ctx, posts[1], last)
+		must(t, err, "RankPostRange")
+		slices.SortFunc(inRange, byID)
+		if !slices.Equal(inRange, got) {
+			t.Fatalf("RankPostRange(%d, %d) %v, RankPosts %v", posts[1], last, inRange, got)
+		}
+		for _, r := range [][2]int64{{last + 1, last + 1000}, {last, posts[0]}} {
+			if none, err := db.RankPostRange(ctx, r[0], r[1]); err != nil || len(none) != 0 {
+				t.Fatalf("RankPostRange(%d, %d) = %v, %v; want no post", r[0], r[1], none, err)
+			}
 		}
 		// The viewer alone: every follow when few, none when many.
 		rr, err = db.RankFacts(ctx, viewer.ID, nil, nil, math.MaxInt64, now.Add(-time.Hour))

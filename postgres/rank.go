@@ -112,6 +112,25 @@ func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate,
 	return posts, err
 }
 
+// RankPostRange implements feed.RankFactReader: RankPosts of a range of
+// the primary key.
+func (db *DB) RankPostRange(ctx context.Context, lo, hi int64) ([]feed.RankCandidate, error) {
+	if hi < lo {
+		return nil, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT id, created_at, user_id, liked FROM posts WHERE id BETWEEN $1 AND $2`, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	posts := make([]feed.RankCandidate, 0, min(hi-lo+1, feed.MaxRankCandidates))
+	var c feed.RankCandidate
+	_, err = pgx.ForEachRow(rows, []any{&c.PostID, &c.Score, &c.AuthorID, &c.Likes}, func() error {
+		posts = append(posts, c)
+		return nil
+	})
+	return posts, err
+}
+
 // Candidates implements feed.RankStore: only what the model needs, by
 // primary key.
 func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]feed.RankCandidate, error) {

@@ -149,6 +149,23 @@ func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate,
 	return parseRankPosts(list.String, len(ids))
 }
 
+// rankPostRangeQuery is RankPostRange: the first list of rankFactsQuery,
+// of a range of ids.
+const rankPostRangeQuery = `SELECT group_concat(id || ',' || created_at || ',' || user_id || ',' || liked, ' ')
+	FROM posts WHERE id BETWEEN ?1 AND ?2`
+
+// RankPostRange implements feed.RankFactReader with rankPostRangeQuery.
+func (db *DB) RankPostRange(ctx context.Context, lo, hi int64) ([]feed.RankCandidate, error) {
+	if hi < lo {
+		return nil, nil
+	}
+	var list sql.NullString
+	if err := db.readRow(ctx, rankPostRangeQuery, lo, hi).Scan(&list); err != nil {
+		return nil, err
+	}
+	return parseRankPosts(list.String, int(min(hi-lo+1, feed.MaxRankCandidates)))
+}
+
 // parseRankPosts parses the post list of rankFactsQuery and
 // rankPostsQuery, "id,score,author,likes" each; n is how many to expect
 // at most.
