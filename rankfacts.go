@@ -468,9 +468,12 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, v *rankViewer, 
 // mergeHead returns the newest n entries of a feed stream whose newest k
 // entries are head (the whole stream when fewer) and whose newest entries
 // were cands when last read, and true; or false when it cannot tell them:
-// head is full and ends before cands begin, so entries may lie between.
-// Nothing new returns cands itself (when cands are n entries, or the
-// stream is shorter than its head).
+// head is full and holds none of cands, so entries may lie between (cands'
+// newest may also have left the stream: only an entry in both says where
+// head meets cands). Entries of cands that left the stream stay in the
+// result (a deleted post, an author no longer followed: pages drop them
+// when read). Nothing new returns cands itself (when cands are n
+// entries, or the stream is shorter than its head).
 func mergeHead(head, cands []Entry, k, n int) ([]Entry, bool) {
 	if len(head) < k {
 		if h := head[:min(n, len(head))]; !slices.Equal(h, cands) {
@@ -478,11 +481,14 @@ func mergeHead(head, cands []Entry, k, n int) ([]Entry, bool) {
 		}
 		return cands, true
 	}
-	if len(cands) == 0 || head[k-1].Before(cands[0]) {
-		return nil, false
-	}
 	if h := min(k, n); len(cands) == n && slices.Equal(head[:h], cands[:h]) {
 		return cands, true
+	}
+	if !slices.ContainsFunc(head, func(e Entry) bool {
+		_, ok := slices.BinarySearchFunc(cands, e, CompareEntries)
+		return ok
+	}) {
+		return nil, false
 	}
 	m := MergeEntries(head, cands)
 	return m[:min(n, len(m))], true
