@@ -444,7 +444,7 @@ func postIDCmp(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id)
 // stream, in feed order. When v holds the viewer's candidates as a page
 // read them before (rankViewer.cands), it reads only the stream's head,
 // rankHeadRead entries, and merges it into them (mergeHead); otherwise,
-// or when the head does not reach them, it reads the n newest.
+// or when the head holds none of them, it reads the n newest.
 //
 // What the merge may miss, until v expires (RankSettings.ViewerTTL):
 // entries that joined the stream below its head since (delivered after

@@ -91,7 +91,7 @@ func testRankCache(t *testing.T, b *Backend) {
 
 	// The candidates the cache holds: a first page reads only the head of
 	// the stream and merges it into them, or all of them again when the
-	// head does not reach them (more new entries than its 20).
+	// head holds none of them (more new entries than its 20).
 	feedPublish := func(n int) {
 		t.Helper()
 		for i := range n {
