@@ -215,7 +215,7 @@ func (c *rankCache) lookupPosts(ids []int64, now time.Time, facts []rankFact, fr
 	}
 }
 
-// putPosts stores what the store returned of posts read since lookup
+// putPosts stores what the store returned of posts read since lookupViewer
 // returned tok. The counts of posts changed since, or of an older epoch,
 // are kept stale (their read may predate the change); the facts all the
 // same.
