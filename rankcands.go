@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // The ranked timeline's candidates, as its cache keeps them from page to
@@ -15,29 +16,43 @@ import (
 // the Candidates newest.
 const rankHeadRead = 20
 
-// rankEntries returns userID's candidate entries: the newest n of the feed
-// stream, in feed order. When v holds the viewer's candidates as a page
-// read them before (rankViewer.cands), it reads only the stream's head,
-// rankHeadRead entries, and merges it into them (mergeHead); otherwise,
-// or when the head holds none of them, it reads the n newest.
+// rankCands are a viewer's candidate entries as a first ranked page found
+// them: the newest n entries of the feed stream, in feed order, never
+// changed once stored (a page that finds new entries stores new ones).
+// They are merged with the stream's head until expires: ViewerTTL after
+// they were last read whole, whatever was merged into them since.
+type rankCands struct {
+	entries []Entry
+	n       int
+	expires time.Time
+}
+
+// rankEntries returns userID's candidate entries, the newest n of the
+// feed stream in feed order, and the rankCands to keep: when cands are the
+// viewer's candidates as a page read them before, it reads only the
+// stream's head, rankHeadRead entries, and merges it into them
+// (mergeHead); otherwise, or when the head holds none of them, it reads
+// the n newest, to be kept until now+ttl.
 //
-// What the merge may miss, until v expires (RankSettings.ViewerTTL):
-// entries that joined the stream below its head since (delivered after
-// more than rankHeadRead newer ones, or a follow's backfill through
-// another process: one through this one marks v), and entries that left
-// it (deleted posts and those of authors no longer followed stay
-// candidates, and are dropped when pages are read, as they always are).
-func (s *Service) rankEntries(ctx context.Context, userID int64, v *rankViewer, n int) ([]Entry, error) {
-	if v != nil && v.cands != nil && v.candsN == n {
+// What the merge may miss, until cands expire: entries that joined the
+// stream below its head since (delivered after more than rankHeadRead
+// newer ones, or a follow's backfill through another process: one through
+// this one drops the viewer's candidates), and entries that left it
+// (deleted posts and those of authors no longer followed stay candidates,
+// and are dropped when pages are read, as they always are).
+func (s *Service) rankEntries(ctx context.Context, userID int64, cands rankCands, n int, now time.Time, ttl time.Duration) ([]Entry, rankCands, error) {
+	if cands.entries != nil && cands.n == n && now.Before(cands.expires) {
 		head, err := s.streamPage(ctx, userID, Top(), 0, rankHeadRead)
 		if err != nil {
-			return nil, err
+			return nil, cands, err
 		}
-		if es, ok := mergeHead(head, v.cands, rankHeadRead, n); ok {
-			return es, nil
+		if es, ok := mergeHead(head, cands.entries, rankHeadRead, n); ok {
+			cands.entries = es
+			return es, cands, nil
 		}
 	}
-	return s.streamPage(ctx, userID, Top(), 0, n)
+	es, err := s.streamPage(ctx, userID, Top(), 0, n)
+	return es, rankCands{entries: es, n: n, expires: now.Add(ttl)}, err
 }
 
 // mergeHead returns the newest n entries of a feed stream whose newest k

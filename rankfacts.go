@@ -91,11 +91,9 @@ type rankViewer struct {
 	expires    time.Time // zero: an entry that holds only inval
 	inval      uint64    // the last invalidation of the viewer (rankCache.mark)
 	// cands are the viewer's candidates as the last first page found
-	// them: the newest candsN entries of the feed stream, in feed order
-	// (rankEntries). Never changed once stored: a page that finds new
-	// entries stores a copy of the entry (putCands).
-	cands  []Entry
-	candsN int
+	// them (rankEntries). A mark of the viewer's own like keeps them (a
+	// like changes no feed stream); one of a follow or block does not.
+	cands rankCands
 }
 
 // covers reports whether v answers for a page's likes (since, minID) and
@@ -191,15 +189,12 @@ type rankCache struct {
 // touched.
 type rankToken struct{ seq, epoch uint64 }
 
-// lookupViewer returns the viewer's entry (nil if none or only a mark)
-// and the token to give the puts of what is read afterwards.
+// lookupViewer returns the viewer's entry, which may be only a mark (nil
+// if none), and the token to give the puts of what is read afterwards.
 func (c *rankCache) lookupViewer(viewerID int64) (*rankViewer, rankToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, _ := c.viewers.get(viewerID, RankViewersKept)
-	if v != nil && v.expires.IsZero() {
-		v = nil
-	}
 	return v, rankToken{c.seq, c.epoch}
 }
 
@@ -248,17 +243,17 @@ func (c *rankCache) putViewer(viewerID int64, v *rankViewer, tok rankToken) {
 	c.viewers.put(viewerID, v, RankViewersKept)
 }
 
-// putCands stores cands, read with Candidates n, as the candidates of
-// viewerID's entry v, in a copy of it, unless the entry is no longer v (a
-// change marked it, or another page replaced it).
-func (c *rankCache) putCands(viewerID int64, v *rankViewer, cands []Entry, n int) {
+// putCands stores cands as the candidates of viewerID's entry v, in a
+// copy of it, unless the entry is no longer v (a change marked it, or
+// another page replaced it).
+func (c *rankCache) putCands(viewerID int64, v *rankViewer, cands rankCands) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur, ok := c.viewers.get(viewerID, RankViewersKept); !ok || cur != v {
 		return
 	}
 	nv := *v
-	nv.cands, nv.candsN = cands, n
+	nv.cands = cands
 	c.viewers.put(viewerID, &nv, RankViewersKept)
 }
 
@@ -270,11 +265,16 @@ func (c *rankCache) markViewers(users ...int64) {
 	}
 }
 
-// liked is told that userID liked or unliked post id.
+// liked is told that userID liked or unliked post id. The mark keeps the
+// viewer's candidates: a like changes no feed stream.
 func (c *rankCache) liked(userID, id int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	old, _ := c.viewers.get(userID, RankViewersKept)
 	c.markViewers(userID)
+	if old != nil && old.cands.entries != nil {
+		c.viewers.put(userID, &rankViewer{inval: c.seq, cands: old.cands}, RankViewersKept)
+	}
 	f, _ := c.posts.get(id, RankFactsKept)
 	f.fresh, f.inval = time.Time{}, c.seq
 	c.posts.put(id, f, RankFactsKept)
@@ -312,10 +312,14 @@ func (c *rankCache) forgetPost(id int64) {
 // RankPostRange of the posts, or nothing.
 func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64, rs RankSettings, since, now time.Time) ([]RankedItem, error) {
 	v, tok := s.rankCache.lookupViewer(userID)
-	if v != nil && !now.Before(v.expires) {
+	var cands rankCands
+	if v != nil {
+		cands = v.cands
+	}
+	if v != nil && !now.Before(v.expires) { // expired, or a mark
 		v = nil
 	}
-	all, err := s.rankEntries(ctx, userID, v, rs.Candidates)
+	all, cands, err := s.rankEntries(ctx, userID, cands, rs.Candidates, now, rs.ViewerTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -381,12 +385,12 @@ func (s *Service) rankCached(ctx context.Context, r RankFactReader, userID int64
 			posts = rr.Posts // read is empty after a read-around
 		}
 		v = &rankViewer{likes: rr.Likes, since: sinceMS, minID: minID, follows: rr.Follows, allFollows: rr.AllFollows,
-			expires: now.Add(rs.ViewerTTL), cands: all, candsN: rs.Candidates}
+			expires: now.Add(rs.ViewerTTL), cands: cands}
 		if rs.ViewerTTL > 0 {
 			s.rankCache.putViewer(userID, v, tok)
 		}
-	} else if !sameEntries(v.cands, all) {
-		s.rankCache.putCands(userID, v, all, rs.Candidates)
+	} else if !sameEntries(v.cands.entries, cands.entries) {
+		s.rankCache.putCands(userID, v, cands)
 	}
 	s.rankCache.putPosts(posts, now, rs.CountsTTL, tok)
 

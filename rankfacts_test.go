@@ -15,9 +15,13 @@ func TestRankCacheRace(t *testing.T) {
 	post := func(id int64) []RankCandidate {
 		return []RankCandidate{{PostID: id, AuthorID: 9, Score: 1, Likes: 3}}
 	}
+	// lookup returns the viewer's entry when it is one (not a mark).
 	lookup := func(u int64, ids []int64, facts []rankFact, fr []bool) (*rankViewer, rankToken) {
 		v, tok := c.lookupViewer(u)
 		c.lookupPosts(ids, now, facts, fr)
+		if v != nil && v.expires.IsZero() {
+			v = nil
+		}
 		return v, tok
 	}
 	fresh := func(id int64) bool {
@@ -80,14 +84,26 @@ func TestRankCacheRace(t *testing.T) {
 	// Candidates go into the entry a page found, not into one a change
 	// (or another page) put since.
 	v4, _ := lookup(4, nil, nil, nil)
-	cands := []Entry{{PostID: 7, Score: 7}}
-	c.putCands(4, v4, cands, 150)
-	if v, _ := lookup(4, nil, nil, nil); v == v4 || !sameEntries(v.cands, cands) || v.candsN != 150 {
+	cands := rankCands{entries: []Entry{{PostID: 7, Score: 7}}, n: 150, expires: now.Add(time.Minute)}
+	c.putCands(4, v4, cands)
+	if v, _ := lookup(4, nil, nil, nil); v == nil || v == v4 || !sameEntries(v.cands.entries, cands.entries) || v.cands.n != 150 || v.cands.expires != cands.expires {
 		t.Fatalf("putCands: entry %+v", v)
 	}
+	// The viewer's own like marks the entry and keeps the candidates (a
+	// like changes no feed stream); a follow drops them with the entry.
+	c.liked(4, 70)
+	if m, _ := c.lookupViewer(4); viewer(4) || m == nil || !sameEntries(m.cands.entries, cands.entries) || m.cands.expires != cands.expires {
+		t.Fatalf("after the viewer's like: entry %+v, want a mark with the candidates", m)
+	}
+	c.followed(4)
+	if m, _ := c.lookupViewer(4); m == nil || m.cands.entries != nil {
+		t.Fatalf("after a follow: entry %+v, want a mark without candidates", m)
+	}
+	_, tok = lookup(4, nil, nil, nil)
+	c.putViewer(4, entry(), tok)
 	stale, _ := lookup(4, nil, nil, nil)
 	c.followed(4)
-	c.putCands(4, stale, []Entry{{PostID: 8, Score: 8}}, 150)
+	c.putCands(4, stale, rankCands{entries: []Entry{{PostID: 8, Score: 8}}, n: 150, expires: now.Add(time.Minute)})
 	if viewer(4) {
 		t.Fatal("candidates found before a follow were kept")
 	}

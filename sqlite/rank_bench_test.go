@@ -198,3 +198,28 @@ func BenchmarkInboxPageSizes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRankedFirstPageAfterLike is a first ranked page right after
+// the caller's own like or unlike (not timed): the cache reads the
+// caller's likes and follows again, and keeps the candidates.
+func BenchmarkRankedFirstPageAfterLike(b *testing.B) {
+	w := openBenchWorld(b)
+	w.svc.Snapshots = &inmem.Snapshots{}
+	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	w.svc.Now = func() time.Time { return now }
+	post, on := w.posts[len(w.posts)-1].ID, false
+	if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		on = !on
+		if err := w.svc.SetLike(b.Context(), w.viewer, post, on); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := w.svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
