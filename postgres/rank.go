@@ -99,17 +99,7 @@ func (db *DB) RankPosts(ctx context.Context, ids []int64) ([]feed.RankCandidate,
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.Pool.Query(ctx, `SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, err
-	}
-	posts := make([]feed.RankCandidate, 0, len(ids))
-	var c feed.RankCandidate
-	_, err = pgx.ForEachRow(rows, []any{&c.PostID, &c.Score, &c.AuthorID, &c.Likes}, func() error {
-		posts = append(posts, c)
-		return nil
-	})
-	return posts, err
+	return db.rankPostRows(ctx, len(ids), `SELECT id, created_at, user_id, liked FROM posts WHERE id = ANY($1)`, ids)
 }
 
 // RankPostRange implements feed.RankFactReader: RankPosts of a range of
@@ -118,11 +108,18 @@ func (db *DB) RankPostRange(ctx context.Context, lo, hi int64) ([]feed.RankCandi
 	if hi < lo {
 		return nil, nil
 	}
-	rows, err := db.Pool.Query(ctx, `SELECT id, created_at, user_id, liked FROM posts WHERE id BETWEEN $1 AND $2`, lo, hi)
+	return db.rankPostRows(ctx, int(min(hi-lo+1, feed.MaxRankCandidates)),
+		`SELECT id, created_at, user_id, liked FROM posts WHERE id BETWEEN $1 AND $2`, lo, hi)
+}
+
+// rankPostRows runs query, whose rows are (id, created_at, user_id,
+// liked), and returns them as candidates; n is how many to expect.
+func (db *DB) rankPostRows(ctx context.Context, n int, query string, args ...any) ([]feed.RankCandidate, error) {
+	rows, err := db.Pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	posts := make([]feed.RankCandidate, 0, min(hi-lo+1, feed.MaxRankCandidates))
+	posts := make([]feed.RankCandidate, 0, n)
 	var c feed.RankCandidate
 	_, err = pgx.ForEachRow(rows, []any{&c.PostID, &c.Score, &c.AuthorID, &c.Likes}, func() error {
 		posts = append(posts, c)
