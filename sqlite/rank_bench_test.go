@@ -223,3 +223,26 @@ func BenchmarkRankedFirstPageAfterLike(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRankedFirstPageColdViewer is a caller's first ranked page when
+// the ranked timeline's cache knows the candidate posts (other callers
+// read them) but not the caller: their candidate entries and their likes
+// and follows are read (the first page of each viewer in `feedd bench
+// rank`). The clock moves on by more than ViewerTTL between pages.
+func BenchmarkRankedFirstPageColdViewer(b *testing.B) {
+	w := openBenchWorld(b)
+	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	rs := feed.DefaultRankSettings()
+	rs.ViewerTTL, rs.CountsTTL = time.Millisecond, time.Hour
+	svc := benchService(w, &rs, now)
+	svc.Now = func() time.Time { return now }
+	cpu, n := cpuTime(), 0
+	for b.Loop() {
+		now = now.Add(2 * time.Millisecond)
+		if _, err := svc.RankedTimeline(b.Context(), w.viewer, nil, 10); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
+}
