@@ -60,23 +60,26 @@ func (db *DB) RankInputs(ctx context.Context, viewerID int64, ids []int64, since
 	return cands, aff, nil
 }
 
-// rankFactsQuery is RankFacts, in one row of three lists as rankLists
-// (NULL when empty): the posts among ?2 (a JSON array), "id,score,author,
-// likes" each; the viewer's (?1) likes since ?3 or of posts from id ?4 on,
-// of any author, "post,author,liked_at" each (one range of likes_user,
-// which covers them: likes keep their post's author); and the viewer's follows,
-// "author,followed_at" each, up to feed.RankAllFollows + 1 of them: one range
-// of the follows' primary key, cheaper than a lookup per candidate's
-// author (BENCHMARKS.md "The cold ranked page"). Every lookup is by
-// primary key or index, and no temporary table is made (no IN list, no
-// MATERIALIZED, no UNION but ALL): in modernc's SQLite each costs more
-// than the rows it would save.
+// rankFactsQuery is RankFacts, in one row: the posts among ?2 (a JSON
+// array), "id,score,author,likes" each (NULL when none); the viewer's (?1)
+// rank profile, their likes and follows packed (rankprofile.go); and only
+// where the profile has no list (a viewer without one, or over its bound),
+// that list read from the rows, as rankLists reads them (NULL when empty):
+// the likes since ?3 or of posts from id ?4 on, of any author,
+// "post,author,liked_at" each (one range of likes_user, which covers them:
+// likes keep their post's author), and the follows, "author,followed_at"
+// each, up to feed.RankAllFollows + 1 of them (one range of the follows'
+// primary key). Every lookup is by primary key or index, and no temporary
+// table is made (no IN list, no MATERIALIZED, no UNION but ALL): in
+// modernc's SQLite each costs more than the rows it would save.
 const rankFactsQuery = `SELECT (SELECT group_concat(p.id || ',' || p.created_at || ',' || p.user_id || ',' || p.liked, ' ')
 		FROM json_each(?2) j JOIN posts p ON p.id = j.value),
-	(SELECT group_concat(post_id || ',' || author_id || ',' || created_at, ' ')
-		FROM likes WHERE user_id = ?1 AND (created_at >= ?3 OR post_id >= ?4)),
-	(SELECT group_concat(followee_id || ',' || created_at, ' ')
-		FROM (SELECT followee_id, created_at FROM follows WHERE follower_id = ?1 LIMIT ?5))`
+	r.likes, r.follows,
+	CASE WHEN r.likes IS NULL THEN (SELECT group_concat(post_id || ',' || author_id || ',' || created_at, ' ')
+		FROM likes WHERE user_id = ?1 AND (created_at >= ?3 OR post_id >= ?4)) END,
+	CASE WHEN r.follows IS NULL THEN (SELECT group_concat(followee_id || ',' || created_at, ' ')
+		FROM (SELECT followee_id, created_at FROM follows WHERE follower_id = ?1 LIMIT ?5)) END
+	FROM (SELECT ?1 AS id) v LEFT JOIN rank_profile r ON r.user_id = v.id`
 
 // rankFollowsQuery is the viewer's (?1) follows of the authors of ?3 (a
 // JSON array) and of the posts among ?2 (a JSON array), "author,
@@ -90,11 +93,18 @@ const rankFollowsQuery = `SELECT group_concat(f.followee_id || ',' || f.created_
 // rankFollowsQuery, the follows of the page's authors looked up one by
 // one, for a viewer of more than feed.RankAllFollows follows).
 func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
-	var posts, likes, follows sql.NullString
 	idsArg := idList(nonNil(ids))
-	err := db.readRow(ctx, rankFactsQuery, viewerID, idsArg, ms(since), minID, feed.RankAllFollows+1).
-		Scan(&posts, &likes, &follows)
+	rows, err := db.read(ctx, rankFactsQuery, viewerID, idsArg, ms(since), minID, feed.RankAllFollows+1)
 	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, cmp.Or(rows.Err(), sql.ErrNoRows)
+	}
+	var posts, likes, follows sql.NullString
+	var likesList, followsList sql.RawBytes
+	if err := rows.Scan(&posts, &likesList, &followsList, &likes, &follows); err != nil {
 		return nil, err
 	}
 	rr := &feed.RankReads{Follows: make(map[int64]time.Time, len(authors))}
@@ -102,7 +112,17 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 		return nil, err
 	}
 	var f [3]int64
-	if err := eachTuple(likes.String, f[:3], func() {
+	if likesList != nil {
+		l := packedList{likesList, 3}
+		if !validList(l.b, l.width) {
+			return nil, fmt.Errorf("sqlite: rank profile of user %d: malformed likes", viewerID)
+		}
+		for i := range l.len() {
+			if post, at := l.field(i, 0), l.field(i, 2); at >= ms(since) || post >= minID {
+				rr.Likes = append(rr.Likes, feed.RankLike{PostID: post, AuthorID: l.field(i, 1), At: at})
+			}
+		}
+	} else if err := eachTuple(likes.String, f[:3], func() {
 		rr.Likes = append(rr.Likes, feed.RankLike{PostID: f[0], AuthorID: f[1], At: f[2]})
 	}); err != nil {
 		return nil, err
@@ -112,6 +132,20 @@ func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int6
 	}
 	for _, p := range rr.Posts {
 		rr.Follows[p.AuthorID] = time.Time{}
+	}
+	if followsList != nil {
+		l := packedList{followsList, 2}
+		if !validList(l.b, l.width) {
+			return nil, fmt.Errorf("sqlite: rank profile of user %d: malformed follows", viewerID)
+		}
+		for i := range l.len() {
+			rr.Follows[l.field(i, 0)] = time.UnixMilli(l.field(i, 1))
+		}
+		rr.AllFollows = true // at most followsMax = feed.RankAllFollows
+		return rr, rows.Close()
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
 	}
 	n := 0
 	if follows.Valid {

@@ -246,3 +246,18 @@ func BenchmarkRankedFirstPageColdViewer(b *testing.B) {
 	}
 	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/op")
 }
+
+// BenchmarkSetLike is a like or an unlike, in turn, of the viewer of
+// openBenchWorld (133 likes, 20 follows): what keeping the rank profile
+// (rankprofile.go) costs a like.
+func BenchmarkSetLike(b *testing.B) {
+	w := openBenchWorld(b)
+	post, on := w.posts[len(w.posts)-1].ID, false
+	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
+	for b.Loop() {
+		on = !on
+		if err := w.db.SetLike(b.Context(), post, w.viewer, on, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
