@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
@@ -26,12 +27,16 @@ import (
 //go:embed migrations/*.sql inbox_migrations/*.sql
 var migrationFS embed.FS
 
-// migrations names the migration files of one kind of database file.
+// migrations names the migration files of one kind of database file:
+// patterns separated by spaces, the files applied in the order of their
+// paths.
 type migrations string
 
 const (
-	mainSchema  migrations = "migrations/*.sql"       // feedd.db: everything
-	inboxSchema migrations = "inbox_migrations/*.sql" // inbox.db: the inboxes alone
+	mainSchema migrations = "migrations/*.sql" // feedd.db: everything
+	// inbox.db: the inboxes alone, and feedd.db's migrations of the inbox
+	// tables since inbox.db was made.
+	inboxSchema migrations = "inbox_migrations/*.sql migrations/007_inbox_head.sql"
 )
 
 // DB is an open feedd database. SQLite allows one writer at a time, so it
@@ -193,9 +198,13 @@ func (db *DB) migrate(ctx context.Context, schema migrations) error {
 	if _, err := db.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
 		return err
 	}
-	names, err := fs.Glob(migrationFS, string(schema))
-	if err != nil {
-		return err
+	var names []string
+	for _, pattern := range strings.Fields(string(schema)) {
+		ns, err := fs.Glob(migrationFS, pattern)
+		if err != nil {
+			return err
+		}
+		names = append(names, ns...)
 	}
 	sort.Strings(names)
 	for _, name := range names {

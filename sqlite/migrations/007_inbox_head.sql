@@ -1,4 +1,5 @@
--- The inbox head: each inbox's newest entries, also packed in one blob (see
+-- The inbox head (applied to feedd.db and inbox.db both: sqlite/db.go,
+-- inboxSchema): each inbox's newest entries, also packed in one blob (see
 -- sqlite/inboxhead.go). inbox_trim's head_score, head_post are the head's
 -- top T (NULL: the head is to be built again); the entries above T are
 -- rows only. 200 is headMax, 201 headMax + 1 and 32 headRefresh.
