@@ -33,8 +33,10 @@ import (
 //     (feedd_head_join), the oldest falling off past headMax;
 //   - an entry delivered at or below T (a late fan-out), a backfill, a
 //     restore or a trim clear T: the head is built again from the rows
-//     (the aggregate feedd_head), as it is for a new inbox and for one
-//     whose head ran short (below headMax/2 entries, after removals);
+//     (the aggregate feedd_head), as it is for an inbox at its second
+//     delivery (the first, which makes its inbox_trim row, writes nothing
+//     more) and for one whose head ran short (below headMax/2 entries,
+//     after removals);
 //   - a removal takes its entry out of the head (feedd_head_del), which
 //     stays the newest at or below T.
 //

@@ -137,10 +137,11 @@ func TestPackedHead(t *testing.T) {
 
 // TestInboxHeads: random deliveries (some late, below the head's top),
 // backfills, removals, trims (explicit, and those of a cap of 250) and
-// restores through Inbox; after each, every inbox has a head that is the
-// newest of its rows at or below its top, and random pages read through
-// Inbox are the rows'. The test fails unless it saw heads that are whole
-// and heads that are not.
+// restores through Inbox; after each, every inbox (but a new one, of at
+// most one delivery or backfill) has a head that is the newest of its rows
+// at or below its top, and random pages read through Inbox are the rows'.
+// The test fails unless it saw heads that are whole and heads that are
+// not.
 func TestInboxHeads(t *testing.T) {
 	ctx := t.Context()
 	db, err := OpenOptions(ctx, t.TempDir(), Options{Synchronous: "NORMAL"})
@@ -220,6 +221,9 @@ func TestInboxHeads(t *testing.T) {
 				continue
 			}
 			must(t, err)
+			if !ts.Valid && !tp.Valid && h == nil && len(all) <= 3 {
+				continue // a new inbox: its head comes with its second delivery
+			}
 			if !ts.Valid || !tp.Valid || !validHead(h) {
 				t.Fatalf("op %d %s: user %d: head top (%v, %v), head %x", op, what, u, ts, tp, h)
 			}

@@ -11,20 +11,11 @@ CREATE TABLE inbox_head (
     head    BLOB NOT NULL
 );
 
--- A new inbox's head.
-CREATE TRIGGER inbox_head_new AFTER INSERT ON inbox_trim
-BEGIN
-    INSERT INTO inbox_head (user_id, head) VALUES (new.user_id,
-        (SELECT feedd_head(score, post_id, 200) FROM (SELECT score, post_id FROM inbox
-            WHERE user_id = new.user_id ORDER BY score DESC, post_id DESC LIMIT 201)))
-        ON CONFLICT (user_id) DO UPDATE SET head = excluded.head;
-    UPDATE inbox_trim SET (head_score, head_post) = (SELECT feedd_head_top(head, 0), feedd_head_top(head, 1)
-        FROM inbox_head WHERE user_id = new.user_id) WHERE user_id = new.user_id;
-END;
-
--- When the room changes (a delivery, a backfill, a trim): with T cleared,
--- the head is built again; every 32 deliveries the entries above T join
--- it (or it is built again when that leaves it short: feedd_head_join).
+-- When the room changes (a delivery, a backfill, a trim): with T cleared
+-- or never set (a new inbox gets its head at its second delivery: the
+-- first costs no more than before), the head is built again; every 32
+-- deliveries the entries above T join it (or it is built again when that
+-- leaves it short: feedd_head_join).
 CREATE TRIGGER inbox_head_keep AFTER UPDATE OF room ON inbox_trim
 WHEN new.head_score IS NULL OR new.room % 32 = 0
 BEGIN
