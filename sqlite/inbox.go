@@ -210,7 +210,7 @@ var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMI
 // comes from the inbox's head and the rows above it when it lies within
 // them (headPage), otherwise from the rows; smaller pages read their rows,
 // which costs less than the head's row and the rows above it
-// (BENCHMARKS.md "The inbox head").
+// (BENCHMARKS.md, "Session of 2026-12-03, 15:53-18:53 UTC").
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	if limit > pageRowsMax && offset+limit <= headMax {
 		if es, ok, err := ib.headPage(ctx, userID, b, offset, limit); err != nil || ok {
@@ -238,7 +238,7 @@ func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, l
 // entry's), in feed order.
 func parseEntries(s, p string, n int) ([]feed.Entry, error) {
 	if s == "" && p == "" {
-		return nil, nil
+		return []feed.Entry{}, nil
 	}
 	out := make([]feed.Entry, 0, min(n, strings.Count(s, ",")+1))
 	for s != "" || p != "" {

@@ -12,11 +12,12 @@ import (
 )
 
 // The inbox head: the newest entries of each embedded inbox, also kept
-// packed in one blob (table inbox_head), so that a page near the top of a
-// feed (every first page, and the 150 candidates of a first ranked page)
-// reads one blob instead of a range of rows. In modernc's SQLite a range
+// packed in one blob (table inbox_head), so that a long page near the top
+// of a feed (the 150 candidates of a first ranked page) reads one blob
+// instead of a range of rows. In modernc's SQLite a range
 // costs ~0.3 us a row to step and as much again to hand each value over;
-// the blob is one step and a copy (BENCHMARKS.md "The inbox head").
+// the blob is one step and a copy (BENCHMARKS.md, "Session of
+// 2026-12-03, 15:53-18:53 UTC").
 //
 // A head is the newest n entries, n at most headMax, among the inbox's
 // entries at or below its top T (columns head_score, head_post of the
@@ -40,8 +41,9 @@ import (
 //   - a removal takes its entry out of the head (feedd_head_del), which
 //     stays the newest at or below T.
 //
-// A page that lies within the entries above T and the head is read from
-// them; any other page, or an inbox without a head, reads the rows.
+// A page of more than 32 entries that lies within the entries above T and
+// the head is read from them (Inbox.Page); any other page, or an inbox
+// without a head, reads the rows.
 // Since the triggers call these functions, a program that writes to the
 // inboxes must have them registered: feedd's processes do (this
 // package's init); the sqlite3 shell cannot.
