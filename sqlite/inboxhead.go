@@ -34,10 +34,11 @@ import (
 //     (feedd_head_join), the oldest falling off past headMax;
 //   - an entry delivered at or below T (a late fan-out), a backfill, a
 //     restore or a trim clear T: the head is built again from the rows
-//     (the aggregate feedd_head), as it is for an inbox at its second
-//     delivery (the first, which makes its inbox_trim row, writes nothing
-//     more) and for one whose head ran short (below headMax/2 entries,
-//     after removals);
+//     (the aggregate feedd_head) at once; a new inbox gets its first head
+//     within headBuild deliveries (pages read the rows until then: a
+//     fan-out into new inboxes builds none), and one whose head ran short
+//     (below headMax/2 entries, after removals) a new one at the next
+//     join;
 //   - a removal takes its entry out of the head (feedd_head_del), which
 //     stays the newest at or below T.
 //
@@ -58,6 +59,10 @@ const (
 	// of it): a read steps over fewer rows than this. Written in
 	// migration 007_inbox_head.sql.
 	headRefresh = 32
+	// headBuild: a new inbox gets its first head when its room is a
+	// multiple of headBuild, within as many deliveries. Written in
+	// migration 007_inbox_head.sql.
+	headBuild = 8
 
 	headEntry = 16      // bytes per entry: score, post id
 	headWhole = 1       // flag: the head is all of the inbox at or below T

@@ -1,8 +1,10 @@
 -- The inbox head (applied to feedd.db and inbox.db both: sqlite/db.go,
 -- inboxSchema): each inbox's newest entries, also packed in one blob (see
 -- sqlite/inboxhead.go). inbox_trim's head_score, head_post are the head's
--- top T (NULL: the head is to be built again); the entries above T are
--- rows only. 200 is headMax, 201 headMax + 1 and 32 headRefresh.
+-- top T (head_score NULL: the head is to be built again; head_post NULL
+-- too: it never was); the entries above T are
+-- rows only. 200 is headMax, 201 headMax + 1, 32 headRefresh and 8
+-- headBuild.
 ALTER TABLE inbox_trim ADD COLUMN head_score INTEGER;
 ALTER TABLE inbox_trim ADD COLUMN head_post INTEGER;
 
@@ -11,13 +13,15 @@ CREATE TABLE inbox_head (
     head    BLOB NOT NULL
 );
 
--- When the room changes (a delivery, a backfill, a trim): with T cleared
--- or never set (a new inbox gets its head at its second delivery: the
--- first costs no more than before), the head is built again; every 32
--- deliveries the entries above T join it (or it is built again when that
--- leaves it short: feedd_head_join).
+-- When the room changes (a delivery, a backfill, a trim): every 32
+-- deliveries the entries above T join the head (or it is built again when
+-- that leaves it short: feedd_head_join); with T cleared (a late delivery,
+-- a backfill, a trim) the head is built again at once; a new inbox (T
+-- never set) gets its head within 8 deliveries, pages reading the rows
+-- until then, so that a fan-out into new inboxes does not build a head per
+-- delivery.
 CREATE TRIGGER inbox_head_keep AFTER UPDATE OF room ON inbox_trim
-WHEN new.head_score IS NULL OR new.room % 32 = 0
+WHEN new.room % 32 = 0 OR (new.head_score IS NULL AND (new.head_post IS NOT NULL OR new.room % 8 = 0))
 BEGIN
     INSERT INTO inbox_head (user_id, head) VALUES (new.user_id, coalesce(
         CASE WHEN new.head_score IS NOT NULL THEN feedd_head_join(
