@@ -85,10 +85,7 @@ func (h packedHead) at(i int) feed.Entry {
 	return feed.Entry{Score: int64(binary.BigEndian.Uint64(b) ^ signBit), PostID: int64(binary.BigEndian.Uint64(b[8:]) ^ signBit)}
 }
 
-func appendEntry(b []byte, e feed.Entry) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Score)^signBit)
-	return binary.BigEndian.AppendUint64(b, uint64(e.PostID)^signBit)
-}
+func appendEntry(b []byte, e feed.Entry) []byte { return appendTuple(b, []int64{e.Score, e.PostID}) }
 
 // newHead packs entries (in feed order, distinct) as a head.
 func newHead(entries []feed.Entry, whole bool) packedHead {

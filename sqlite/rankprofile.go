@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
@@ -144,7 +145,7 @@ func (a *listAgg) WindowValue(*msqlite.FunctionContext) (driver.Value, error) {
 		return nil, nil
 	}
 	ts := slices.Clone(a.tuples)
-	slices.SortFunc(ts, func(x, y []int64) int { return int(sign(x[0] - y[0])) })
+	slices.SortFunc(ts, func(x, y []int64) int { return cmp.Compare(x[0], y[0]) })
 	ts = slices.CompactFunc(ts, func(x, y []int64) bool { return x[0] == y[0] })
 	out := append(make([]byte, 0, listFlags+8*a.width*len(ts)), emptyList()...)
 	for _, t := range ts {
@@ -154,16 +155,6 @@ func (a *listAgg) WindowValue(*msqlite.FunctionContext) (driver.Value, error) {
 }
 
 func (a *listAgg) Final(*msqlite.FunctionContext) {}
-
-func sign(x int64) int64 {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
-	}
-	return 0
-}
 
 func init() {
 	for _, l := range []struct {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -202,7 +203,7 @@ func checkProfile(t *testing.T, db *DB, what string, u int64, now time.Time) {
 	must(t, err)
 	sortLikes := func(ls []feed.RankLike) []feed.RankLike {
 		ls = slices.Clone(ls)
-		slices.SortFunc(ls, func(a, b feed.RankLike) int { return int(sign(a.PostID - b.PostID)) })
+		slices.SortFunc(ls, func(a, b feed.RankLike) int { return cmp.Compare(a.PostID, b.PostID) })
 		return ls
 	}
 	if !slices.Equal(sortLikes(viaProfile.Likes), sortLikes(viaRows.Likes)) || fmt.Sprint(viaProfile.Follows) != fmt.Sprint(viaRows.Follows) ||
@@ -229,5 +230,26 @@ func TestRankProfileMigration(t *testing.T) {
 	}
 	if n := strings.Count(s, "LIMIT "); n != strings.Count(s, fmt.Sprintf("LIMIT %d", likesMax+1))+strings.Count(s, fmt.Sprintf("LIMIT %d", followsMax+1)) {
 		t.Errorf("008_rank_profile.sql has a LIMIT other than the bounds")
+	}
+}
+
+// The aggregate orders its tuples by their first field across the whole
+// int64 range (a comparison by subtraction would overflow there).
+func TestListAggregateOrder(t *testing.T) {
+	db, err := Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var b []byte
+	must(t, db.Read.QueryRowContext(t.Context(), `SELECT feedd_follows(column1, 7)
+		FROM (VALUES (9223372036854775807), (-9223372036854775808), (0), (-1))`).Scan(&b))
+	l := packedList{b, 2}
+	var got []int64
+	for i := range l.len() {
+		got = append(got, l.field(i, 0))
+	}
+	if want := []int64{math.MinInt64, -1, 0, math.MaxInt64}; !slices.Equal(got, want) {
+		t.Fatalf("feedd_follows ordered %v, want %v", got, want)
 	}
 }
