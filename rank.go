@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -96,6 +95,11 @@ func (rs RankSettings) Validate() error {
 		return Errorf(EINVALID, "rank priors must be positive")
 	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0:
 		return Errorf(EINVALID, "rank weights must not be negative")
+	}
+	for _, x := range []float64{rs.AffinityPrior, rs.EngagementPrior, rs.WRecency, rs.WAffinity, rs.WFollowAge, rs.WEngagement, rs.WLiked} {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return Errorf(EINVALID, "rank priors and weights must be finite numbers")
+		}
 	}
 	return nil
 }
@@ -377,31 +381,14 @@ func (s *Service) rankInputs(ctx context.Context, userID int64, ids []int64, sin
 var RankFeatures = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
 
 // authorFeatures returns the features that depend only on the author of
-// a candidate of viewerID: affinity and follow_age.
+// a candidate of viewerID: affinity and follow_age (the rest of the model
+// is ranker.add).
 func (rs RankSettings) authorFeatures(author, viewerID int64, a Affinity, now time.Time) [2]float64 {
 	f := [2]float64{a.Likes / (a.Likes + rs.AffinityPrior), 0}
 	if !a.FollowedAt.IsZero() && author != viewerID {
 		f[1] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
 	}
 	return f
-}
-
-// postScore computes the model of RankSettings for candidate c, given the
-// features of its author (authorFeatures): the score and the features in
-// RankFeatures' order.
-func (rs RankSettings) postScore(c RankCandidate, af [2]float64, now time.Time) (float64, [len(RankFeatures)]float64) {
-	f := [len(RankFeatures)]float64{
-		Decay(now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
-		af[0],
-		af[1],
-		float64(c.Likes+1) / (float64(c.Likes+1) + rs.EngagementPrior),
-		0,
-	}
-	if c.LikedByViewer {
-		f[4] = 1
-	}
-	score := rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
-	return score, f
 }
 
 // ranker scores one first page's candidates, given in feed order (add),
@@ -412,24 +399,41 @@ type ranker struct {
 	rs      RankSettings
 	viewer  int64
 	now     time.Time
+	nowNS   int64 // now, in ns since the epoch: a post's age is nowNS-ms*1e6
 	aff     map[int64]Affinity
 	authors map[int64][2]float64
 	items   []RankedItem // scored, in feed order
 	keys    []rankKey
 }
 
-// rankKey is an item's place in the sort: its score, then its index in
-// feed order (equal scores keep feed order).
+// rankKey is an item's place in the sort: its score as an integer that
+// sorts the other way (rankOrder), then its index in feed order (equal
+// scores keep feed order).
 type rankKey struct {
-	score float64
-	i     int
+	k uint64
+	i int
+}
+
+// rankOrder maps a score to an integer that sorts in the opposite order
+// (the best score first, ascending): the IEEE 754 bits, made to sort as
+// unsigned integers (negative scores' bits all flipped, the others' sign
+// bit set), then inverted. (Scores are finite, and never -0: the settings
+// are finite and the features in [0, 1], so each term is +0 or more.)
+func rankOrder(score float64) uint64 {
+	b := math.Float64bits(score)
+	if b>>63 == 1 {
+		b = ^b
+	} else {
+		b |= 1 << 63
+	}
+	return ^b
 }
 
 var rankers = sync.Pool{New: func() any { return &ranker{authors: map[int64][2]float64{}} }}
 
 func newRanker(rs RankSettings, viewerID int64, aff map[int64]Affinity, now time.Time) *ranker {
 	r := rankers.Get().(*ranker)
-	r.rs, r.viewer, r.now, r.aff = rs, viewerID, now, aff
+	r.rs, r.viewer, r.now, r.nowNS, r.aff = rs, viewerID, now, now.UnixNano(), aff
 	return r
 }
 
@@ -441,16 +445,32 @@ func (r *ranker) release() {
 	rankers.Put(r)
 }
 
-// add scores candidate c, of feed score entryScore.
+// add scores candidate c, of feed score entryScore, by the model of
+// RankSettings, given its author's features (authorFeatures, once per
+// author). The age is taken from nowNS: what now.Sub would give, without
+// making a time.Time of each post.
 func (r *ranker) add(c RankCandidate, entryScore int64) {
 	af, ok := r.authors[c.AuthorID]
 	if !ok {
 		af = r.rs.authorFeatures(c.AuthorID, r.viewer, r.aff[c.AuthorID], r.now)
 		r.authors[c.AuthorID] = af
 	}
-	score, f := r.rs.postScore(c, af, r.now)
-	r.keys = append(r.keys, rankKey{score, len(r.items)})
-	r.items = append(r.items, RankedItem{PostID: c.PostID, Score: entryScore, RankScore: score, Features: f})
+	rs := &r.rs
+	likes := float64(c.Likes + 1)
+	it := RankedItem{PostID: c.PostID, Score: entryScore, Features: [len(RankFeatures)]float64{
+		Decay(time.Duration(r.nowNS-c.Score*int64(time.Millisecond)), rs.RecencyHalfLife),
+		af[0],
+		af[1],
+		likes / (likes + rs.EngagementPrior),
+		0,
+	}}
+	if c.LikedByViewer {
+		it.Features[4] = 1
+	}
+	f := &it.Features
+	it.RankScore = rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
+	r.keys = append(r.keys, rankKey{rankOrder(it.RankScore), len(r.items)})
+	r.items = append(r.items, it)
 }
 
 // sorted returns the items added, best first, in a new slice (kept by the
@@ -460,8 +480,11 @@ func (r *ranker) sorted() []RankedItem {
 		return nil
 	}
 	slices.SortFunc(r.keys, func(a, b rankKey) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
+		if a.k != b.k {
+			if a.k < b.k {
+				return -1
+			}
+			return 1
 		}
 		return a.i - b.i
 	})
