@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestRankSnapshotsFlag: --rank-snapshots takes auto, memory, database or
@@ -21,6 +23,27 @@ func TestRankSnapshotsFlag(t *testing.T) {
 	}
 	if _, err := parseConfig("serve", []string{"--rank-snapshots", "redis", "--redis-url", "redis://127.0.0.1:1/0"}, env(), io.Discard); err != nil {
 		t.Errorf("--rank-snapshots redis with --redis-url: %v", err)
+	}
+}
+
+// TestRankSettingsFlags: the model's settings reach feed.RankSettings,
+// and an unusable one (a negative or infinite weight, a NaN prior, a zero
+// half-life) stops feedd before it serves, naming the rank settings.
+func TestRankSettingsFlags(t *testing.T) {
+	c, err := parseConfig("serve", []string{"--rank-w-liked", "2.5", "--rank-recency-half-life", "6h"}, env(), io.Discard)
+	if err != nil || c.rank.WLiked != 2.5 || c.rank.RecencyHalfLife != 6*time.Hour {
+		t.Fatalf("valid settings: %v, %+v", err, c)
+	}
+	for _, args := range [][]string{
+		{"--rank-w-liked", "-1"},
+		{"--rank-w-recency", "inf"},
+		{"--rank-engagement-prior", "NaN"},
+		{"--rank-recency-half-life", "0s"},
+	} {
+		_, err := parseConfig("serve", args, env(), io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), "--rank-*: ") {
+			t.Errorf("%v: %v, want a --rank-* error", args, err)
+		}
 	}
 }
 
