@@ -14,7 +14,8 @@
 //	user.go     users
 //	job.go      the durable jobs stores enqueue
 //	filter.go   muted words, reports and hidden posts (every timeline)
-//	rank.go     the ranked timeline: model, candidates, snapshots
+//	rank.go     the ranked timeline: settings, candidates, pages
+//	ranker.go   the ranked timeline's model: features, score, order
 //	event.go    live timeline events (EventService)
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
