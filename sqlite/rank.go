@@ -97,8 +97,8 @@ const rankFollowsQuery = `SELECT group_concat(f.followee_id || ',' || f.created_
 func (db *DB) RankFacts(ctx context.Context, viewerID int64, ids, authors []int64, minID int64, since time.Time) (*feed.RankReads, error) {
 	if len(ids) == 0 {
 		// No posts to read (the ranked timeline's cache knows them): the
-		// profile alone, when it has both lists, in a statement that
-		// costs half of rankFactsQuery.
+		// profile alone, when it has both lists, in a simpler statement
+		// (on an empty database 10-14 µs against rankFactsQuery's 19).
 		rr, ok, err := db.rankProfileFacts(ctx, viewerID, authors, minID, since)
 		if err != nil || ok {
 			return rr, err
