@@ -3,6 +3,7 @@ package feedtest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	feed "github.com/feedd/feedd"
@@ -152,4 +153,37 @@ func testRankCache(t *testing.T, b *Backend) {
 	w.order = append(w.order, op.ID)
 	w.drain()
 	check("after a post published through another process")
+
+	// A pull-mode author: their new posts are in their outbox only, merged
+	// when the stream is read, for a caller the cache holds nothing of and
+	// for one it holds (the mode is set in the store, as the follow jobs
+	// of another process would).
+	must(t, b.Social.SetMode(ctx, a3, feed.PullMode), "SetMode")
+	pullPublish := func() *feed.Post { // what the fan-out does for a pull-mode author
+		t.Helper()
+		w.clock.Add(int64(1 + w.r.IntN(1000)))
+		p, err := svc.Publish(ctx, a3, feed.PostInput{Title: "pulled", Content: "<p>hello</p>"})
+		must(t, err, "Publish")
+		w.posts[p.ID] = p
+		w.order = append(w.order, p.ID)
+		for _, j := range b.Jobs() {
+			if j, ok := j.(feed.FanoutJob); ok {
+				e := feed.Entry{PostID: j.PostID, Score: j.Score}
+				must(t, b.Outbox.Add(ctx, j.AuthorID, e), "Outbox.Add")
+				must(t, b.Inbox.Deliver(ctx, e, []int64{j.AuthorID}), "Deliver")
+			}
+		}
+		return p
+	}
+	w.clock.Add(rs.ViewerTTL.Milliseconds() + 1) // the caller's entry expires
+	for range 3 {
+		pullPublish()
+	}
+	check("a pull-mode author's posts, the caller read anew")
+	pp := pullPublish()
+	check("a pull-mode author's new post, the caller cached")
+	ids, _ := ranks(svc)
+	if !slices.Contains(ids, pp.ID) {
+		t.Fatalf("the pull-mode author's new post %d is not ranked: %v", pp.ID, ids)
+	}
 }
