@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -29,11 +30,14 @@ Usage:
   feedd migrate [flags]   apply database migrations and exit
   feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
   feedd bench NAME        measure fan-out, reads, publish latency, memory (feedd bench help)
+  feedd version           print the version and the source revision (also --version)
   feedd help              show this text
 
 With no --database-url, feedd runs embedded: one SQLite file in --data holds
 everything, inboxes and the job queue included. Every flag can also be set
 with the environment variable named after it.
+
+docs/configuration.md describes every flag.
 
 Flags:
 `
@@ -42,10 +46,16 @@ Flags:
 // arguments, environment and output. Tests call it directly.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	if len(args) > 0 && len(args[0]) > 0 && (args[0][0] != '-' || args[0] == "--version" || args[0] == "-version") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "version", "--version", "-version":
+		if len(args) > 0 {
+			return fmt.Errorf("feedd version takes no arguments")
+		}
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return nil
 	case "serve", "worker", "migrate", "seed":
 		cfg, err := parseConfig(cmd, args, getenv, stderr)
 		if err != nil {
