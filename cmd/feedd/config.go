@@ -170,16 +170,16 @@ func envDefault(fs *flag.FlagSet, name, env string, getenv func(string) string) 
 // parseConfig returns nil, nil when only help was asked for.
 func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	c := &config{cmd: cmd}
-	fs, envErr := newFlagSet(cmd, c, getenv, stderr)
+	var fs *flag.FlagSet
+	var envErr error
+	if cmd == "seed" {
+		fs, envErr = seedFlagSet(c, getenv, stderr)
+	} else {
+		fs, envErr = newFlagSet(cmd, c, getenv, stderr)
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
-	}
-	if cmd == "seed" {
-		seedFlags(fs, &c.seed)
-		if getenv("FEED_LOG_LEVEL") == "" {
-			fs.Set("log-level", "warn") // progress is the output; River's info lines are noise
-		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -10,11 +10,19 @@ import (
 	"github.com/feedd/feedd/internal/seed"
 )
 
-// seedFlags declares feedd seed's own flags, beside serve's.
-func seedFlags(fs *flag.FlagSet, o *seed.Options) {
+// seedFlagSet is feedd seed's flag set: serve's, and its own.
+func seedFlagSet(c *config, getenv func(string) string, out io.Writer) (*flag.FlagSet, error) {
+	fs, err := newFlagSet("seed", c, getenv, out)
+	o := &c.seed
 	fs.IntVar(&o.Users, "users", seed.DefaultUsers, "seed: users of the demo community")
 	fs.IntVar(&o.Follows, "follows", seed.DefaultFollows, "seed: users each user follows")
 	fs.IntVar(&o.Posts, "posts", seed.DefaultPosts, "seed: posts each user publishes on average")
+	if getenv("FEED_LOG_LEVEL") == "" {
+		// Progress is the output; River's info lines are noise.
+		fs.Set("log-level", "warn")
+		fs.Lookup("log-level").DefValue = "warn"
+	}
+	return fs, err
 }
 
 // seedDemo runs feedd seed on the wired app: the community through the
