@@ -8,7 +8,7 @@ import (
 // The wire form of events, written and read without encoding/json: a
 // fan-out's event names up to a batch of users, and every API process
 // reads every event, so decoding it with encoding/json was 8% of a 1M
-// fan-out's CPU (BENCHMARKS.md "Fan-out: the post job's own range"). The
+// fan-out's CPU (BENCHMARKS.md "Fan-out"). The
 // bytes are exactly those json.Marshal writes for wireEvent, so processes
 // of either kind read each other's events.
 

@@ -441,8 +441,7 @@ func postIDCmp(c RankCandidate, id int64) int { return cmp.Compare(c.PostID, id)
 // rankBuf is rankCached's scratch space for one page (the cache lookup's
 // facts, the lists of ids, the affinities), reused from page to page
 // (rankBufs): what a page allocates is how often garbage collection runs
-// under it (BENCHMARKS.md "The cold ranked page", "Session of 2026-12-02,
-// 12:30-15:30 UTC").
+// under it (BENCHMARKS.md "Ranked timeline").
 type rankBuf struct {
 	facts                     []rankFact
 	fresh                     []bool

@@ -363,7 +363,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	// it finds the others and inserts their jobs: the first followers get
 	// the post without waiting for a batch job's insert and fetch, and this
 	// job's worker delivers instead of waiting on inserts (BENCHMARKS.md
-	// "Fan-out: the post job's own range").
+	// "Fan-out").
 	client, err := river.ClientFromContextSafely[TTx](ctx)
 	if err != nil {
 		return err

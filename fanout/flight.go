@@ -9,8 +9,8 @@ import (
 // once: it reads the next batch of follower ids and sends its write while
 // the previous write's replies are still to come, so that the inbox store
 // never waits for the job's next step (a chain of read, write, wait,
-// publish per batch left Redis idle half the time: BENCHMARKS.md "Fan-out
-// on the wire"). The writes of one job go to disjoint sets of inboxes, so
+// publish per batch left Redis idle half the time: BENCHMARKS.md
+// "Fan-out"). The writes of one job go to disjoint sets of inboxes, so
 // their order does not matter; each is idempotent, so a job that fails in
 // the middle is retried as before.
 const writesInFlight = 2

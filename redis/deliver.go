@@ -6,8 +6,8 @@ import goredis "github.com/redis/go-redis/v9"
 // Such a delivery is one command, the script, which adds the entry itself,
 // rather than a ZADD and then the script: one command less in a pipeline
 // for one delivery in trimEvery. (On a packed inbox such a delivery is a
-// ZADD and a probe instead, compactProbe.) BENCHMARKS.md "Fan-out on the
-// wire" has what each cost the server.
+// ZADD and a probe instead, compactProbe.) BENCHMARKS.md "Fan-out" has
+// what each cost the server.
 
 // deliverTrimScript delivers one entry to a sorted-set inbox and trims it
 // exactly (trimLua).
@@ -33,7 +33,7 @@ return removed
 // inbox. Only the inboxes for which compactDue says otherwise get a
 // compactScript call, in a second pipeline. The probe costs Redis ~1.8 µs
 // where a script that made the same three calls cost ~8.8 µs
-// (INFO commandstats; BENCHMARKS.md "Session of 2026-12-03").
+// (INFO commandstats; BENCHMARKS.md "Fan-out").
 type compactProbe struct {
 	card   int64 // ZCARD of the head
 	marked bool  // the head holds bodyMarker

@@ -22,7 +22,7 @@ import (
 // replies in place. go-redis spends ~12 allocations and most of its CPU per
 // pipelined command on building Cmd values, boxing arguments and parsing
 // replies into them; here a delivery costs its key's bytes and one line of
-// reply (BenchmarkDeliverEncode; BENCHMARKS.md "Fan-out on the wire").
+// reply (BenchmarkDeliverEncode; BENCHMARKS.md "Fan-out").
 // Every other command, and every delivery this path cannot carry, goes
 // through go-redis as before.
 //

@@ -70,7 +70,7 @@ type DB struct {
 	// more than one API write. Without it, the pool handed the connection to
 	// a random one of its waiters, and with the API's writes queued there
 	// the workers' fetch waited its turn among all of them: under load the
-	// fan-out stopped while the API still said yes (BENCHMARKS.md, issue 11).
+	// fan-out stopped while the API still said yes (BENCHMARKS.md, "Overload").
 	gate chan struct{}
 
 	// stmts holds the read pool's prepared statements by their text (see
@@ -243,7 +243,7 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 // read runs a query on the read pool as a prepared statement, prepared the
 // first time its text is seen (on each connection, by database/sql):
 // SQLite spends much of a small query parsing and planning its text (a
-// quarter of feedd's CPU under a feed-read load, BENCHMARKS.md issue 11).
+// quarter of feedd's CPU under a feed-read load, BENCHMARKS.md "Overload").
 func (db *DB) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	s, err := db.prepared(ctx, query)
 	if err != nil {

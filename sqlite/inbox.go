@@ -201,8 +201,8 @@ const pageRowsMax = 32
 // page's own. SQLite takes a bound LIMIT into account when it plans, so a
 // statement whose LIMIT parameter changes from one run to the next is
 // compiled again each time (about twice the cost of a 10-entry page on
-// this package's benchmark machine: BENCHMARKS.md, "The inbox page's
-// statement"); pages of various sizes (clients' limits, a ranked page's
+// this package's benchmark machine: BENCHMARKS.md, "SQLite
+// inboxes"); pages of various sizes (clients' limits, a ranked page's
 // head read, the page loop's refills) share this one plan.
 var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMIT "+strconv.Itoa(pageRowsMax)+" OFFSET ?4", 1)
 
@@ -210,7 +210,7 @@ var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMI
 // comes from the inbox's head and the rows above it when it lies within
 // them (headPage), otherwise from the rows; smaller pages read their rows,
 // which costs less than the head's row and the rows above it
-// (BENCHMARKS.md, "Session of 2026-12-03, 15:53-18:53 UTC").
+// (BENCHMARKS.md, "Ranked timeline").
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	if limit > pageRowsMax && offset+limit <= headMax {
 		if es, ok, err := ib.headPage(ctx, userID, b, offset, limit); err != nil || ok {

@@ -18,7 +18,7 @@ const InboxFile = "inbox.db"
 // Why a file of their own: SQLite has one writer per file. With the
 // inboxes in feedd.db, every delivery waited in line behind the API's
 // writes (posts, likes, follows, sessions), so under load the fan-out fell
-// behind while the API still answered (BENCHMARKS.md, issue 11). Inboxes
+// behind while the API still answered (BENCHMARKS.md, "Overload"). Inboxes
 // are derived data, written only by fan-out and by a returning user's
 // regeneration, and never in a transaction with anything else: in their
 // own file they have a writer of their own, and the two writers run side

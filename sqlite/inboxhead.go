@@ -16,8 +16,8 @@ import (
 // of a feed (the 150 candidates of a first ranked page) reads one blob
 // instead of a range of rows. In modernc's SQLite a range
 // costs ~0.3 us a row to step and as much again to hand each value over;
-// the blob is one step and a copy (BENCHMARKS.md, "Session of
-// 2026-12-03, 15:53-18:53 UTC").
+// the blob is one step and a copy (BENCHMARKS.md, "Ranked
+// timeline").
 //
 // A head is the newest n entries, n at most headMax, among the inbox's
 // entries at or below its top T (columns head_score, head_post of the

@@ -16,8 +16,8 @@ import (
 // likes: post, author, liked_at each; follows: followee, followed_at each;
 // both ordered by their first field). A caller's first ranked page then
 // reads two blobs instead of two ranges of rows, each value of which
-// modernc's SQLite hands over at ~0.6 us (BENCHMARKS.md, "Session of
-// 2026-12-03, 15:53-18:53 UTC"). Likes and follows are written by people, a few a minute at
+// modernc's SQLite hands over at ~0.6 us (BENCHMARKS.md, "Ranked
+// timeline"). Likes and follows are written by people, a few a minute at
 // most, while pages are read many times more.
 //
 // The triggers of migration 008_rank_profile.sql keep the profile in the

@@ -21,8 +21,8 @@ import (
 	"time"
 )
 
-// The "Must show" list of issue 9, end to end against the real server:
-// attacker and owner are distinct clients, bound to 127.0.0.2 and
+// The login abuse limits, end to end against the real server: attacker
+// and owner are distinct clients, bound to 127.0.0.2 and
 // 127.0.0.3.
 
 // peer is an HTTP client whose connections come from one loopback address.

@@ -172,7 +172,8 @@ func TestDocLinks(t *testing.T) {
 
 // citation is a reference to a section of a document by its heading, as
 // comments and documents write them: BENCHMARKS.md "Fan-out",
-// docs/operations.md, "Backups", README "Overload".
+// docs/operations.md, "Backups", docs/architecture.md "Overload and
+// shedding".
 var citation = regexp.MustCompile(`\b(BENCHMARKS\.md|README(?:\.md)?|CHANGELOG\.md|docs/[\w-]+\.md),?\s+\(?"([^"]+)"`)
 
 // TestDocCitations: every section that a Go file or a document cites by

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// End-to-end checks of issue 9's input, HTTP, readiness and block rules
-// against the real server.
+// End-to-end checks of the input, HTTP, readiness and block rules against
+// the real server (docs/API.md, "Hardening (both APIs)").
 
-// TestBadInputRefusedE2E: each bad input of the issue is refused by both
+// TestBadInputRefusedE2E: each bad input is refused by both
 // APIs, and nothing is stored.
 func TestBadInputRefusedE2E(t *testing.T) {
 	s := startServer(t, "--data", t.TempDir())

@@ -6,7 +6,7 @@ import (
 	feedhttp "github.com/feedd/feedd/http"
 )
 
-// The defaults of load shedding (README "Overload"), sized for a small
+// The defaults of load shedding (docs/architecture.md "Overload and shedding"), sized for a small
 // machine: enough requests at once to keep two cores and the database busy,
 // few enough that a request admitted is answered well within a second.
 const (

@@ -51,7 +51,7 @@ func TestVersionCommand(t *testing.T) {
 	}
 
 	// The toolchain reads the revision from a .git directory at the
-	// module's root (not from a worktree's .git file).
+	// module's root (a linked checkout's .git file is not enough).
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if fi, serr := os.Stat("../../.git"); err != nil || serr != nil || !fi.IsDir() {
 		if os.Getenv("CI") == "true" {
