@@ -29,7 +29,7 @@ Usage:
   feedd worker [flags]    work fan-out jobs only
   feedd migrate [flags]   apply database migrations and exit
   feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
-  feedd bench NAME        measure fan-out, reads, publish latency, memory (feedd bench help)
+  feedd bench NAME        measure fan-out, reads, publish, memory, streams, mixed load, ranking (feedd bench help)
   feedd version           print the version and the source revision (also --version)
   feedd help              show this text
 
