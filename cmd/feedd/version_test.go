@@ -50,17 +50,18 @@ func TestVersionCommand(t *testing.T) {
 		t.Error("feedd version extra: no error")
 	}
 
-	// The toolchain reads the revision from a .git directory at the
-	// module's root (a linked checkout's .git file is not enough).
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if fi, serr := os.Stat("../../.git"); err != nil || serr != nil || !fi.IsDir() {
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("no git clone to compare with (git rev-parse: %v; ../../.git: %v); under CI=true the build's revision must be checked", err, serr)
+			t.Fatalf("git rev-parse HEAD: %v; under CI=true the build's revision must be checked", err)
 		}
-		t.Skipf("no git clone to compare with (git rev-parse: %v; ../../.git: %v, a directory needed)", err, serr)
+		t.Skipf("no git checkout to compare with: %v", err)
 	}
+	head := strings.TrimSpace(string(rev))
 	// -buildvcs=true: the toolchain records the revision even where GOFLAGS
-	// turns it off, and fails where it cannot.
+	// turns it off. It reads it from a .git directory at the module's root;
+	// in a linked checkout (.git a file) it records none, and feedd must say
+	// so rather than print a wrong one.
 	bin := filepath.Join(t.TempDir(), "feedd")
 	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -69,7 +70,11 @@ func TestVersionCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("feedd --version: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "revision "+strings.TrimSpace(string(rev))) {
-		t.Errorf("feedd --version printed %q, want the revision %s", out, strings.TrimSpace(string(rev)))
+	want := "revision " + head
+	if fi, err := os.Stat("../../.git"); err == nil && !fi.IsDir() && !strings.Contains(string(out), want) {
+		want = "revision unknown"
+	}
+	if !strings.Contains(string(out), want) {
+		t.Errorf("feedd --version printed %q, want %q", out, want)
 	}
 }
