@@ -392,7 +392,7 @@ func TestNoWorkDiary(t *testing.T) {
 
 func TestWorkWordsMatch(t *testing.T) {
 	for _, s := range []string{
-		"## Session" + " of 2026-12-03", "measured in this" + " session", "the lead" + " merged",
+		"## Session" + " of 2026-12-03", "measured in this" + " session", "the le" + "ad merged",
 		"branch h-" + "rank", "main at" + " 29c355d", "issue" + " 11", "Issues 13" + " and 14", "see #" + "29",
 		"(22:12-22:26" + " UTC)", "the two" + " helpers",
 	} {
