@@ -12,6 +12,15 @@ import (
 // eviction, a flush). The caller rebuilds it with Inbox.Restore.
 var ErrInboxLost = errors.New("inbox lost")
 
+// ErrUnavailable is in the chain of an Inbox's or Outbox's error when the
+// store could not be reached (a refused or lost connection, a timeout, an
+// open circuit breaker, a server loading or failing over): the same call
+// may succeed later, unchanged. Any other error is an answer (a key of the
+// wrong type, a script error, an entry refused) that the same call will
+// get again. Fan-out waits out the first kind without spending a job's
+// attempts, and spends one on the second.
+var ErrUnavailable = errors.New("store unavailable")
+
 // Inbox holds one sorted set of entries per user: the push side of the feed.
 // Implementations: sqlite.Inbox, postgres.Inbox, redis.Inbox.
 // feedtest.TestInbox is the contract every implementation passes.

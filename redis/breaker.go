@@ -3,19 +3,25 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	feed "github.com/feedd/feedd"
 )
 
 // ErrUnavailable is what every command returns, at once, while the breaker
 // is open: Redis failed recently and is being probed in the background.
 // Callers treat it like any Redis failure (fall back to the database,
 // snooze a fan-out job) without waiting out dial timeouts and retries.
-var ErrUnavailable = errors.New("redis: unavailable (circuit open; probing in the background)")
+// It carries feed.ErrUnavailable.
+var ErrUnavailable = fmt.Errorf("redis: unavailable (circuit open; probing in the background): %w", feed.ErrUnavailable)
 
 // DefaultProbeEvery is how often an open Breaker pings Redis.
 const DefaultProbeEvery = time.Second
@@ -51,18 +57,7 @@ func NewBreaker(c goredis.UniversalClient, log *slog.Logger) *Breaker {
 	}
 	b := &Breaker{client: c, Log: log}
 	c.AddHook(b)
-	breakers.Store(c, b)
 	return b
-}
-
-// breakers maps a client to its Breaker, for the paths that write to Redis
-// without the client's hooks (wire.go).
-var breakers sync.Map // goredis.UniversalClient → *Breaker
-
-// breakerOpen reports whether c has a Breaker and it is open.
-func breakerOpen(c goredis.UniversalClient) bool {
-	b, ok := breakers.Load(c)
-	return ok && b.(*Breaker).Open()
 }
 
 // Open reports whether the breaker is open (Redis taken as down).
@@ -121,6 +116,41 @@ func outage(ctx context.Context, err error) bool {
 		return false
 	}
 	return true
+}
+
+// storeError is err of a command as the Inbox and Outbox return it: when
+// Redis could not be reached or cannot serve now (outageOf), with
+// feed.ErrUnavailable in its chain, so that fan-out waits it out; an
+// answer (a reply error such as WRONGTYPE or a script's, redis.Nil, an
+// entry refused) as it is.
+func storeError(err error) error {
+	if outageOf(err) && !errors.Is(err, feed.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", feed.ErrUnavailable, err)
+	}
+	return err
+}
+
+// outageOf reports whether err says that Redis was not reached (a dial, a
+// lost or closed connection, a timeout, the pool exhausted, the breaker
+// open), or answered that it cannot serve now: loading its data, a
+// replica or a Cluster failing over, a script running too long, out of
+// memory. The same command may succeed later unchanged.
+func outageOf(err error) bool {
+	var reply goredis.Error
+	var ne net.Error
+	switch {
+	case err == nil, errors.Is(err, goredis.Nil):
+		return false
+	case errors.As(err, &reply):
+		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM", "NOREPLICAS"} {
+			if goredis.HasErrorPrefix(reply, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, goredis.ErrClosed) || errors.Is(err, goredis.ErrPoolTimeout) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
 }
 
 func (b *Breaker) observe(ctx context.Context, err error) {

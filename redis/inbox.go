@@ -31,10 +31,6 @@ type InboxOptions struct {
 	Cap int
 	// Layout is how inboxes are kept: "" means LayoutPacked.
 	Layout Layout
-	// NoWire sends deliveries through go-redis like every other command,
-	// rather than in RESP on connections of the Inbox's own (wire.go): the
-	// baseline of the benchmarks that measure that path.
-	NoWire bool
 	// HeadMax is, for LayoutPacked, how many entries an inbox's head gathers
 	// before it is compacted into its body while the inbox is below its cap:
 	// 0 means 32; a negative value compacts at every amortised trim (tests
@@ -57,13 +53,9 @@ type Inbox struct {
 	prefix string
 	cap    int
 	keyOf  func(prefix string, id int64) string
-	// appendKey appends keyOf(prefix, id) to a buffer (the wire path's).
-	appendKey func(b []byte, prefix string, id int64) []byte
-	layout    Layout
+	layout Layout
 	// headMax is InboxOptions.HeadMax.
 	headMax int
-	// wire is the deliveries' own RESP path (wire.go); nil: go-redis.
-	wire *wire
 }
 
 var _ feed.Inbox = (*Inbox)(nil)
@@ -73,12 +65,9 @@ func NewInbox(rdb goredis.UniversalClient, opts InboxOptions) *Inbox {
 	if opts.Cap <= 0 {
 		opts.Cap = feed.DefaultInboxCap
 	}
-	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, appendKey: appendInboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
+	ib := &Inbox{rdb: rdb, prefix: opts.Prefix, cap: opts.Cap, keyOf: InboxKey, layout: cmp.Or(opts.Layout, LayoutPacked), headMax: opts.HeadMax}
 	if ib.layout == LayoutPacked {
-		ib.keyOf, ib.appendKey = PackedHeadKey, appendPackedHeadKey
-	}
-	if !opts.NoWire && wireUsable(rdb) {
-		ib.wire = &wire{}
+		ib.keyOf = PackedHeadKey
 	}
 	return ib
 }
@@ -243,26 +232,10 @@ func beforeArg(b feed.Bound) string {
 //
 // Delivering to a lost inbox writes the entry anyway: the rebuild that the
 // next read triggers merges with it (Restore).
-//
-// The pipeline, on either layout, is written in RESP on connections of the
-// Inbox's own (wire.go) unless InboxOptions.NoWire is set or the client's
-// Breaker is open; when that path fails, the batch goes again through
-// go-redis.
-func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) error {
+func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) (err error) {
+	defer func() { err = storeError(err) }()
 	if len(userIDs) == 0 {
 		return nil
-	}
-	if ib.layout == LayoutPacked {
-		if err := checkPackable(e); err != nil {
-			return err
-		}
-	}
-	if ib.wire != nil && !breakerOpen(ib.rdb) {
-		err := ib.deliverWire(ctx, e, userIDs)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		ib.wire.fallbacks.Add(1)
 	}
 	if ib.layout == LayoutPacked {
 		return ib.deliverPacked(ctx, e, userIDs)
@@ -301,7 +274,8 @@ func trimsOn(postID, userID int64) bool {
 
 // Add implements feed.Inbox: one call of addScript, which trims the inbox
 // exactly to Cap if it then holds more.
-func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) error {
+func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) (err error) {
+	defer func() { err = storeError(err) }()
 	if len(entries) == 0 {
 		return nil
 	}
@@ -317,7 +291,8 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 }
 
 // Remove implements feed.Inbox: one pipelined ZREM per inbox.
-func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) error {
+func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) (err error) {
+	defer func() { err = storeError(err) }()
 	if len(userIDs) == 0 {
 		return nil
 	}
@@ -325,7 +300,7 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 		return ib.removePacked(ctx, e, userIDs)
 	}
 	m := member(e.PostID)
-	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err = ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
 			p.ZRem(ctx, ib.key(u), m)
 		}
@@ -336,7 +311,8 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 
 // Trim implements feed.Inbox, exactly: the newest cap entries in feed order
 // stay, ties cut by numeric post id. The sentinel stays too.
-func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
+func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) (err error) {
+	defer func() { err = storeError(err) }()
 	if ib.layout == LayoutPacked {
 		return ib.trimPacked(ctx, userID, cap)
 	}
@@ -348,7 +324,8 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 // then holds more; all in one call of addScript, so atomic. After Restore,
 // Page no longer returns feed.ErrInboxLost for the inbox (until Redis loses
 // it again). Entries delivered while the rebuild was computed are kept.
-func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
+func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) (err error) {
+	defer func() { err = storeError(err) }()
 	if ib.layout == LayoutPacked {
 		return ib.addPacked(ctx, userID, true, entries)
 	}
@@ -485,14 +462,20 @@ type scriptCall struct {
 // (after a restart, a failover, SCRIPT FLUSH, on a new node) answers
 // NOSCRIPT: then the script is loaded (on every node of a Cluster) and those
 // calls are sent again in one pipeline. The scripts run this way must be
-// idempotent.
+// idempotent. An error answered to another command of the pipeline (say
+// WRONGTYPE for one inbox) does not keep the NOSCRIPT calls from being
+// sent again; it is returned after them.
 func retryNoScript(ctx context.Context, rdb goredis.UniversalClient, script *goredis.Script, cmds []goredis.Cmder, err error, calls []scriptCall) error {
 	if err == nil {
 		return nil
 	}
+	var answered error
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !isNoScript(err) {
-			return err
+			if outageOf(err) {
+				return err
+			}
+			answered = cmp.Or(answered, err)
 		}
 	}
 	var retry []scriptCall
@@ -513,7 +496,7 @@ func retryNoScript(ctx context.Context, rdb goredis.UniversalClient, script *gor
 		}
 		return nil
 	})
-	return err
+	return cmp.Or(err, answered)
 }
 
 func isNoScript(err error) bool {

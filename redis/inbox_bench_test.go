@@ -93,30 +93,23 @@ func userIDs(n int) []int64 {
 }
 
 // BenchmarkDeliverEncode is the client side of one fan-out batch of 1000
-// inboxes: building the pipeline of ZADDs (and of the trims that one
-// delivery in 16 carries), writing it and reading the replies, on the wire
-// path (wire.go) and through go-redis (InboxOptions.NoWire).
+// inboxes through go-redis: building the pipeline of ZADDs (and of the
+// trims that one delivery in 16 carries), writing it and reading the
+// replies.
 func BenchmarkDeliverEncode(b *testing.B) {
-	for _, c := range []struct {
-		name   string
-		noWire bool
-	}{{"wire", false}, {"goredis", true}} {
-		b.Run(c.name, func(b *testing.B) {
-			rdb := goredis.NewClient(&goredis.Options{Addr: stubRedis(b), Protocol: 2, DisableIdentity: true})
-			defer rdb.Close()
-			ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:", Layout: redis.LayoutSortedSet, NoWire: c.noWire})
-			ctx := context.Background()
-			ids := userIDs(1000)
-			post := int64(5_000_000)
-			for b.Loop() {
-				post++
-				if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post}, ids); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/delivery")
-		})
+	rdb := goredis.NewClient(&goredis.Options{Addr: stubRedis(b), Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	ib := redis.NewInbox(rdb, redis.InboxOptions{Prefix: "bench:", Layout: redis.LayoutSortedSet})
+	ctx := context.Background()
+	ids := userIDs(1000)
+	post := int64(5_000_000)
+	for b.Loop() {
+		post++
+		if err := ib.Deliver(ctx, feed.Entry{PostID: post, Score: 1_800_000_000_000 + post}, ids); err != nil {
+			b.Fatal(err)
+		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/delivery")
 }
 
 func openRedis(b *testing.B) (*goredis.Client, string) {

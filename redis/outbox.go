@@ -30,7 +30,7 @@ var _ feed.Outbox = (*Outbox)(nil)
 func NewOutbox(rdb goredis.UniversalClient, opts InboxOptions, source feed.Outbox) *Outbox {
 	opts.Layout = LayoutSortedSet // pages of many outboxes are read with pageScript
 	sets := NewInbox(rdb, opts)
-	sets.keyOf, sets.appendKey = OutboxKey, appendOutboxKey
+	sets.keyOf = OutboxKey
 	return &Outbox{sets: sets, Source: source}
 }
 
@@ -46,7 +46,8 @@ func (o *Outbox) Remove(ctx context.Context, authorID int64, e feed.Entry) error
 
 // Entries implements feed.Outbox: one pipeline of pageScript calls, one per
 // author; outboxes found lost are rebuilt from Source and read again.
-func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) ([]feed.Entry, error) {
+func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) (_ []feed.Entry, err error) {
+	defer func() { err = storeError(err) }()
 	if len(authorIDs) == 0 || limit <= 0 {
 		return []feed.Entry{}, nil
 	}

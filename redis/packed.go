@@ -187,7 +187,7 @@ func (ib *Inbox) deliverPacked(ctx context.Context, e feed.Entry, userIDs []int6
 		marker *goredis.FloatCmd
 	}
 	var probes []probe
-	_, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	cmds, err := ib.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, u := range userIDs {
 			p.ZAdd(ctx, ib.key(u), z)
 		}
@@ -199,19 +199,28 @@ func (ib *Inbox) deliverPacked(ctx context.Context, e feed.Entry, userIDs []int6
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
+	// An error answered for some inboxes (WRONGTYPE on one key) leaves the
+	// others written: their compactions still run, and the error is
+	// returned after them.
+	if outageOf(err) {
 		return err
+	}
+	var answered error
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, goredis.Nil) {
+			answered = cmp.Or(answered, err)
+		}
 	}
 	var due []int64
 	for _, pr := range probes {
 		if err := cmp.Or(pr.card.Err(), pr.marker.Err()); err != nil && !errors.Is(err, goredis.Nil) {
-			return err
+			continue
 		}
 		if (compactProbe{pr.card.Val(), pr.marker.Err() == nil}).compactDue(ib.cap, ib.headMaxArg()) {
 			due = append(due, pr.user)
 		}
 	}
-	return ib.compact(ctx, due)
+	return cmp.Or(ib.compact(ctx, due), answered)
 }
 
 // compact runs compactScript on the inboxes of users, in one pipeline.

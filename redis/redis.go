@@ -37,37 +37,11 @@ func InboxKey(prefix string, userID int64) string {
 	return prefix + "feed:{" + strconv.FormatInt(userID, 10) + "}"
 }
 
-// appendInboxKey appends InboxKey(prefix, userID) to b: the fan-out's hot
-// path builds keys in its own buffer (wire.go).
-func appendInboxKey(b []byte, prefix string, userID int64) []byte {
-	return appendEntityKey(b, prefix, "feed:{", userID)
-}
-
 // PackedHeadKey is the key of the head of userID's packed inbox (a sorted
 // set whose members are packed entries, see LayoutPacked) under prefix:
 // InboxKey and ":head". Its body is BodyKey, of the same hash tag.
 func PackedHeadKey(prefix string, userID int64) string {
-	return InboxKey(prefix, userID) + headSuffix
-}
-
-// headSuffix ends a packed inbox's head key after InboxKey.
-const headSuffix = ":head"
-
-// appendPackedHeadKey appends PackedHeadKey(prefix, userID) to b.
-func appendPackedHeadKey(b []byte, prefix string, userID int64) []byte {
-	return append(appendInboxKey(b, prefix, userID), headSuffix...)
-}
-
-// appendOutboxKey appends OutboxKey(prefix, authorID) to b.
-func appendOutboxKey(b []byte, prefix string, authorID int64) []byte {
-	return appendEntityKey(b, prefix, "outbox:{", authorID)
-}
-
-func appendEntityKey(b []byte, prefix, kind string, id int64) []byte {
-	b = append(b, prefix...)
-	b = append(b, kind...)
-	b = strconv.AppendInt(b, id, 10)
-	return append(b, '}')
+	return InboxKey(prefix, userID) + ":head"
 }
 
 // OutboxKey is the key of authorID's own posts (a sorted set, see Outbox)

@@ -213,7 +213,7 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	var base int64
 	var ib *redis.Inbox
 	if env.Redis != nil {
-		ib = redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, NoWire: true})
+		ib = redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout})
 		// Each run starts from absent inboxes, so each delivery creates a key.
 		if err := unlinkKeys(ctx, env.Redis, author, 1, ib.HeadKey); err != nil {
 			return 0, err

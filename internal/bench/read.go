@@ -284,7 +284,7 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, 
 // seedInboxes copies the Redis inboxes of users, as feedd's Inbox reads
 // them, into the seed design's sorted sets (seedKey), one pipeline each.
 func seedInboxes(ctx context.Context, env *Env, users []int64) error {
-	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, Cap: env.InboxCap, NoWire: true})
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, Cap: env.InboxCap})
 	for _, u := range users {
 		es, err := ib.Page(ctx, u, feed.Top(), 0, env.InboxCap)
 		if err != nil {
@@ -314,7 +314,7 @@ func inboxEntries(ctx context.Context, env *Env, first, last int64) (int64, erro
 		return env.Store.InboxEntries(ctx, first, last)
 	}
 	// Only counts: no delivery goes through it, so no connections of its own.
-	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout, NoWire: true})
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: env.Prefix, Layout: env.Layout})
 	var n int64
 	for lo := first; lo <= last; lo += 10_000 {
 		ids := make([]int64, 0, min(10_000, last-lo+1))
