@@ -124,13 +124,16 @@ func (d *Deps) now() time.Time {
 	return time.Now()
 }
 
-// since is the activity horizon of a delivery: followers last active before
-// it are skipped (0: none is).
-func (d *Deps) since() int64 {
+// since is the activity horizon of a delivery made for time at (ms):
+// followers last active more than ActiveWindow before it are skipped (0:
+// none is). A post's delivery takes it from the post's score, not the
+// clock, so that every attempt of its job computes the same batch jobs'
+// arguments, which River's uniqueness by arguments then inserts once.
+func (d *Deps) since(at int64) int64 {
 	if d.ActiveWindow <= 0 {
 		return 0
 	}
-	return d.now().Add(-d.ActiveWindow).UnixMilli()
+	return at - d.ActiveWindow.Milliseconds()
 }
 
 // audience returns a keyset page of authorID's followers, only those active
@@ -160,6 +163,10 @@ type Config struct {
 	// Wake, on a driver without LISTEN/NOTIFY, wakes this process's
 	// workers when this process commits jobs (wake.go); nil: they poll.
 	Wake *Wake
+	// MaxAttempts is how many times a job that fails (other than for an
+	// inbox store outage, which snoozes it) is tried before it is
+	// discarded and reported (default 25).
+	MaxAttempts int
 }
 
 // Queue is feedd's River client for one database driver.
@@ -205,8 +212,8 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	rc := &river.Config{
 		Workers:      workers,
 		Logger:       log.With("component", "river"),
-		ErrorHandler: &errorHandler{log: log},
-		MaxAttempts:  25,
+		ErrorHandler: &errorHandler{log: log, observe: deps.Observe},
+		MaxAttempts:  cmp.Or(max(cfg.MaxAttempts, 0), 25),
 		JobTimeout:   cmp.Or(max(cfg.JobTimeout, 0), time.Minute),
 	}
 	rc.RescueStuckJobsAfter = max(cmp.Or(max(cfg.RescueAfter, 0), 2*time.Minute), rc.JobTimeout)
@@ -311,7 +318,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		err = d.Outbox.Remove(ctx, a.AuthorID, e)
 	}
 	if err != nil {
-		return &inboxError{err}
+		return storeErr(err)
 	}
 	author := []int64{a.AuthorID}
 	if mode == feed.PullMode {
@@ -325,7 +332,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	}
 	var since int64
 	if a.Op == OpAdd {
-		since = d.since()
+		since = d.since(a.Score)
 	}
 	split := d.splitSize()
 	boundary, err := d.Follows.NthFollowerAfter(ctx, a.AuthorID, 0, split)
@@ -341,20 +348,25 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 			return err
 		}
 		first := min(d.batchSize(), len(ids))
-		if err := deliver(ctx, d, a.Op, e, append(author, ids[:first]...), true); err != nil {
+		err = deliver(ctx, d, a.Op, e, append(author, ids[:first]...), true)
+		if err != nil && !refused(err) {
 			return err
 		}
 		if first > 0 {
 			d.observeFirstLag(a.Op, a.Score)
 		}
-		if err := deliver(ctx, d, a.Op, e, ids[first:], true); err != nil {
+		if err2 := deliver(ctx, d, a.Op, e, ids[first:], true); err2 != nil {
+			return err2
+		} else if err != nil {
 			return err
 		}
 		d.observeLag(a.Op, a.Score)
 		return nil
 	}
-	if err := apply(ctx, d, a.Op, e, author); err != nil {
-		return err
+	// A refusal of the author's own inbox does not hold up the audience's.
+	authorErr := apply(ctx, d, a.Op, e, author)
+	if authorErr != nil && !refused(authorErr) {
+		return authorErr
 	}
 	d.publish(ctx, a.Op, e, author, 0)
 	// A large audience: one batch job per SplitSize followers after the
@@ -379,7 +391,10 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	}); err != nil {
 		return own.wait(err)
 	}
-	return own.wait(insertRanges(own.ctx, client, d, first))
+	if err := own.wait(insertRanges(own.ctx, client, d, first)); err != nil {
+		return err
+	}
+	return authorErr
 }
 
 type batchWorker struct {
@@ -400,25 +415,34 @@ func (w *batchWorker) work(ctx context.Context, job *river.Job[BatchArgs]) error
 }
 
 // deliver applies op to ids in inbox writes of BatchSize users, publishing
-// each write to live streams when publish is set.
+// each write to live streams when publish is set. A refused write
+// (refusedError) does not stop the others: its error is returned once
+// every write was made.
 func deliver(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64, publish bool) error {
 	size := d.batchSize()
+	var failed error
 	for len(ids) > 0 {
 		n := min(size, len(ids))
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := apply(ctx, d, op, e, ids[:n]); err != nil {
-			return err
+			if !refused(err) {
+				return err
+			}
+			failed = cmp.Or(failed, err)
 		}
 		if publish {
 			d.publish(ctx, op, e, ids[:n], 0)
 		}
 		ids = ids[n:]
 	}
-	return nil
+	return failed
 }
 
+// apply applies op to the inboxes of ids in one write. Its error is
+// storeErr's: an outage, or a refusal, which the store may have answered
+// for some of the inboxes only (a pipeline writes the others).
 func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) error {
 	var err error
 	switch op {
@@ -432,7 +456,7 @@ func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) e
 		return fmt.Errorf("fanout: unknown op %q", op)
 	}
 	if err != nil && ctx.Err() == nil {
-		return &inboxError{err}
+		return storeErr(err)
 	}
 	return err
 }

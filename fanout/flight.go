@@ -16,14 +16,17 @@ import (
 const writesInFlight = 2
 
 // flight runs a job's inbox writes, at most limit at once, and keeps the
-// first error; after one, the others are cancelled and no more start.
+// first error; after one, the others are cancelled and no more start,
+// except after a refused write (refusedError), which is kept while the
+// other writes go on.
 type flight struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	slots  chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	err    error
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	refusal error // the first refused write's
 }
 
 func newFlight(ctx context.Context, limit int) *flight {
@@ -60,6 +63,12 @@ func (g *flight) run(f func(ctx context.Context) error) error {
 func (g *flight) fail(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if refused(err) {
+		if g.refusal == nil {
+			g.refusal = err
+		}
+		return
+	}
 	if g.err == nil {
 		g.err = err
 		g.cancel()
@@ -67,7 +76,8 @@ func (g *flight) fail(err error) {
 }
 
 // wait waits for the writes under way and returns the first error: err
-// (the caller's own, which cancels the writes) or a write's.
+// (the caller's own, which cancels the writes) or a write's, else the
+// first refused write's.
 func (g *flight) wait(err error) error {
 	if err != nil {
 		g.fail(err)
@@ -76,5 +86,8 @@ func (g *flight) wait(err error) error {
 	g.cancel()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.err
+	if g.err != nil {
+		return g.err
+	}
+	return g.refusal
 }

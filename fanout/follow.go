@@ -52,7 +52,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 		}
 		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.backfill())
 		if err != nil {
-			return &inboxError{err}
+			return storeErr(err)
 		}
 		// The mode is read again after the outbox: a post job settles its
 		// author's mode before it writes the outbox, so a post seen above
@@ -61,7 +61,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 			return err
 		}
 		if err := d.Inbox.Add(ctx, a.FollowerID, es); err != nil {
-			return &inboxError{err}
+			return storeErr(err)
 		}
 		// An unfollow committed since the check above has its own job,
 		// which may have removed the posts before the copy: look again.
@@ -78,7 +78,7 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 func removeFollowee(ctx context.Context, d *Deps, followerID, followeeID int64) error {
 	es, err := d.Outbox.Entries(ctx, []int64{followeeID}, feed.AtMost(math.MaxInt64), d.inboxCap())
 	if err != nil {
-		return &inboxError{err}
+		return storeErr(err)
 	}
 	for _, e := range es {
 		if err := apply(ctx, d, OpRemove, e, []int64{followerID}); err != nil {
@@ -140,9 +140,9 @@ func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error
 	d.Log.Info("author leaves pull mode", "author_id", authorID, "fans", fans)
 	es, err := d.Outbox.Entries(ctx, []int64{authorID}, feed.AtMost(math.MaxInt64), d.backfill())
 	if err != nil {
-		return mode, &inboxError{err}
+		return mode, storeErr(err)
 	}
-	since := d.since()
+	since := d.since(d.now().UnixMilli())
 	for after := int64(0); ; {
 		ids, err := d.audience(ctx, authorID, after, d.splitSize(), since)
 		if err != nil {

@@ -26,6 +26,10 @@ type Observer interface {
 	// post's creation time. Observed once per post that has followers to
 	// push to (the first batch of its first job), when it is first written.
 	FirstLag(lag time.Duration)
+	// Discarded: a job of kind (a River job kind, such as "feed_batch")
+	// failed its last attempt and will not run again: some inboxes miss
+	// its post (the log says which post).
+	Discarded(kind string)
 }
 
 // observeLag tells Observe the lag of a finished delivery of a new post.

@@ -93,14 +93,17 @@ func deliverRange(ctx context.Context, d *Deps, a BatchArgs) error {
 		}
 		batch, first := ids[:n], after == 0
 		err = f.run(func(ctx context.Context) error {
-			if err := apply(ctx, d, a.Op, e, batch); err != nil {
+			// A refused write (some of the batch's inboxes) is returned
+			// after the publish: the others hold the post.
+			err := apply(ctx, d, a.Op, e, batch)
+			if err != nil && !refused(err) {
 				return err
 			}
 			if first && len(batch) > 0 {
 				d.observeFirstLag(a.Op, a.Score) // the first range's first batch
 			}
 			d.publish(ctx, a.Op, e, batch, 0)
-			return nil
+			return err
 		})
 		if err != nil {
 			return f.wait(err)

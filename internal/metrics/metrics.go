@@ -35,6 +35,7 @@ type Metrics struct {
 	deliveries prometheus.Counter
 	lag        prometheus.Histogram
 	firstLag   prometheus.Histogram
+	discarded  *prometheus.CounterVec
 	rebuilds   prometheus.Counter
 	degraded   prometheus.Counter
 	codes      prometheus.Counter
@@ -74,6 +75,10 @@ func New() *Metrics {
 			Help:    "From a post's creation (its score) to its first follower's inbox write, once per post with followers to push to.",
 			Buckets: lagBuckets,
 		}),
+		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_fanout_jobs_discarded_total",
+			Help: "Fan-out jobs that failed their last attempt and will not run again, by kind: inboxes that miss a post (or a follow's change); the log has the post id.",
+		}, []string{"kind"}),
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_rebuilds_total",
 			Help: "Inboxes refilled from the source of truth (lost from Redis, or an idle user back).",
@@ -96,10 +101,13 @@ func New() *Metrics {
 	// so the family is there (at 0) before the first refusal.
 	m.refusals.WithLabelValues("http_429")
 	m.refusals.WithLabelValues("http_503")
+	for _, kind := range []string{"feed_post", "feed_batch", "feed_follow"} {
+		m.discarded.WithLabelValues(kind)
+	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.rebuilds, m.degraded, m.codes,
+		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.discarded, m.rebuilds, m.degraded, m.codes,
 	)
 	return m
 }
@@ -126,6 +134,9 @@ func (m *Metrics) Lag(lag time.Duration) { m.lag.Observe(lag.Seconds()) }
 
 // FirstLag implements fanout.Observer.
 func (m *Metrics) FirstLag(lag time.Duration) { m.firstLag.Observe(lag.Seconds()) }
+
+// Discarded implements fanout.Observer.
+func (m *Metrics) Discarded(kind string) { m.discarded.WithLabelValues(kind).Inc() }
 
 // InboxRebuilt implements feed.Observer.
 func (m *Metrics) InboxRebuilt() { m.rebuilds.Inc() }
