@@ -72,6 +72,14 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	return removeFollowee(ctx, d, a.FollowerID, a.FolloweeID)
 }
 
+// entriesRemover is an Inbox that removes many entries from one user's
+// inbox in one call (redis.Inbox.RemoveEntries: one round trip, and on a
+// packed inbox one rewrite of its body, where a Remove per entry costs a
+// round trip and a rewrite each).
+type entriesRemover interface {
+	RemoveEntries(ctx context.Context, userID int64, entries []feed.Entry) error
+}
+
 // removeFollowee takes followeeID's posts out of followerID's inbox. An
 // inbox holds at most InboxCap entries, so the followee's newest InboxCap
 // posts cover it.
@@ -79,6 +87,13 @@ func removeFollowee(ctx context.Context, d *Deps, followerID, followeeID int64) 
 	es, err := d.Outbox.Entries(ctx, []int64{followeeID}, feed.AtMost(math.MaxInt64), d.inboxCap())
 	if err != nil {
 		return storeErr(err)
+	}
+	if r, ok := d.Inbox.(entriesRemover); ok {
+		err := r.RemoveEntries(ctx, followerID, es)
+		if err != nil && ctx.Err() == nil {
+			return storeErr(err)
+		}
+		return err
 	}
 	for _, e := range es {
 		if err := apply(ctx, d, OpRemove, e, []int64{followerID}); err != nil {

@@ -309,6 +309,32 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) (err
 	return err
 }
 
+// RemoveEntries removes entries from userID's inbox in one command: a ZREM
+// of them all, or on a packed inbox one packedRemoveEntriesScript call,
+// which rewrites the body at most once. An unfollow (the followee's posts
+// out of the follower's inbox) so costs one round trip whatever the number
+// of posts. Absent entries are not an error.
+func (ib *Inbox) RemoveEntries(ctx context.Context, userID int64, entries []feed.Entry) (err error) {
+	defer func() { err = storeError(err) }()
+	members := make([]any, 0, len(entries))
+	for _, e := range entries {
+		switch {
+		case ib.layout != LayoutPacked:
+			members = append(members, member(e.PostID))
+		case checkPackable(e) == nil:
+			// An entry that cannot be packed is in no packed inbox.
+			members = append(members, packedMember(e))
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if ib.layout == LayoutPacked {
+		return packedRemoveEntriesScript.Run(ctx, ib.rdb, ib.keys(userID), members...).Err()
+	}
+	return ib.rdb.ZRem(ctx, ib.key(userID), members...).Err()
+}
+
 // Trim implements feed.Inbox, exactly: the newest cap entries in feed order
 // stay, ties cut by numeric post id. The sentinel stays too.
 func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) (err error) {

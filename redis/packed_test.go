@@ -111,7 +111,8 @@ func TestPackedInPlace(t *testing.T) {
 // (with ids of different lengths, so that member bytes and numeric order
 // differ, and ids above 2^53), redeliveries, removals and trims. The late
 // ones take the merge at the top of the ring, in place; the rings must
-// have been written in place.
+// have been written in place. Unfollows take many entries out of one inbox
+// at once (RemoveEntries), checked against a Remove of each.
 func TestPackedMergeProperty(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
 		for _, c := range []struct{ cap, headMax int }{{40, 0}, {30, 4}, {25, -1}} {
@@ -173,7 +174,21 @@ func TestPackedMergeProperty(t *testing.T) {
 						what = fmt.Sprintf("op %d: removal of %v", op, e)
 						mustDo(t, packed.Remove(ctx, e, all), "Remove")
 						mustDo(t, ref.Remove(ctx, e, all), "Remove reference")
-					case r < 9: // a trim, to a cap a little lower at times
+					case r < 9 && len(posts) > 0: // an unfollow: many entries out of one inbox
+						u := all[rng.IntN(users)]
+						var es []feed.Entry
+						for _, e := range posts {
+							if rng.IntN(3) == 0 {
+								es = append(es, e)
+							}
+						}
+						what = fmt.Sprintf("op %d: RemoveEntries(%d, %d entries)", op, u, len(es))
+						mustDo(t, packed.RemoveEntries(ctx, u, es), "RemoveEntries")
+						for _, e := range es {
+							mustDo(t, ref.Remove(ctx, e, []int64{u}), "Remove reference")
+						}
+						to = []int64{u}
+					case r < 10: // a trim, to a cap a little lower at times
 						u, cap := all[rng.IntN(users)], c.cap-rng.IntN(3)
 						what = fmt.Sprintf("op %d: Trim(%d, %d)", op, u, cap)
 						mustDo(t, packed.Trim(ctx, u, cap), "Trim")

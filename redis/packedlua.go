@@ -420,6 +420,46 @@ end
 return 1
 `)
 
+// packedRemoveEntriesScript removes many entries from one packed inbox,
+// from its head and its body, in one call: the body is read once, the
+// removed entries cut out in one pass, and written back once (whatever
+// their number), so an unfollow costs one call per inbox.
+//
+//	KEYS[1] head key, KEYS[2] body key
+//	ARGV[1], ARGV[2], ... the members (packed entries) to remove
+//
+// Returns how many the body held.
+var packedRemoveEntriesScript = goredis.NewScript(packedLua + `
+for i = 1, #ARGV, 1000 do
+  redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+if not redis.call('ZSCORE', KEYS[1], '=') then return 0 end
+local st, nb, capa, found = header(KEYS[2])
+if nb == 0 then return 0 end
+local drop = {}
+for i = 1, #ARGV do drop[ARGV[i]] = true end
+local body = linear(KEYS[2], st, nb, capa)
+-- Packed entries compare as bytes: Lua's string equality.
+local parts, from, removed = {}, 1, 0
+for j = 0, nb - 1 do
+  if drop[string.sub(body, j * W + 1, (j + 1) * W)] then
+    if j * W + 1 > from then parts[#parts + 1] = string.sub(body, from, j * W) end
+    from = (j + 1) * W + 1
+    removed = removed + 1
+  end
+end
+if removed == 0 then return 0 end
+parts[#parts + 1] = string.sub(body, from)
+local rest = table.concat(parts)
+if #rest == 0 then
+  redis.call('DEL', KEYS[2])
+  redis.call('ZREM', KEYS[1], '=')
+else
+  writeLinear(KEYS[2], rest, capa)
+end
+return removed
+`)
+
 // packedPageScript reads, in one round trip, what Page needs from a packed
 // inbox.
 //
