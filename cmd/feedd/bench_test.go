@@ -98,6 +98,15 @@ func TestBenchReadEmbedded(t *testing.T) {
 	wantFields(t, out, readFields...)
 }
 
+// TestBenchReadNoShedding: the read benchmark's default concurrency (64)
+// is twice the serve default --max-reads (32), and a GET that finds no
+// slot is shed at once here (--shed-wait 1ns): the benchmark's server must
+// not shed its load, or the warm-up fails with 503.
+func TestBenchReadNoShedding(t *testing.T) {
+	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--duration", "300ms", "--shed-wait", "1ns")
+	wantFields(t, out, readFields...)
+}
+
 // TestBenchReadRedis fills inboxes of 48 entries, past a packed head
 // (the default layout), so the seed path reads what Read copied for it.
 func TestBenchReadRedis(t *testing.T) {
