@@ -122,8 +122,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
 	case bf.runs < 1:
 		return errors.New("--runs must be at least 1")
-	case bf.workersApart && (sub != "mixed" || c.databaseURL == ""):
-		return errors.New("--apart is for feedd bench mixed with --database-url")
+	case bf.workersApart && (sub != "mixed" && sub != "stream" || c.databaseURL == ""):
+		return errors.New("--apart is for feedd bench mixed and stream with --database-url")
 	}
 	if sub == "mixed" && !set["users"] {
 		bf.users = 100
@@ -297,7 +297,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		out = r
 		text = r.Text()
 	case "stream":
-		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval}
+		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval, WorkersApart: bf.workersApart}
 		if bf.apart {
 			opt.Hold = holdStreamsApart
 		}
@@ -376,11 +376,11 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
 	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
-	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes")
+	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes (stream: open loop, 20ms is 50 posts/s)")
 	fs.Float64Var(&bf.rate, "rate", 500, "mixed: arrivals per second (open loop: sent whatever the server does)")
 	fs.Float64Var(&bf.pubShare, "publish-share", 0.06, "mixed: share of publishes in the mix (feed reads take the rest of 80%+6%)")
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
-	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
+	fs.BoolVar(&bf.workersApart, "apart", false, "mixed, stream: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker': a River client that only inserts and another that works the jobs (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
