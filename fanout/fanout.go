@@ -104,6 +104,8 @@ type Deps struct {
 	// of a pull-mode author, for live timeline streams.
 	Events feed.EventService
 	Log    *slog.Logger
+	// Trace logs the stages of each post job (--trace-posts); nil: nothing.
+	Trace *feed.Tracer
 
 	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
@@ -141,6 +143,9 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 	}
 	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
 }
+
+// fetchCooldown is River's FetchCooldown for every client (New).
+const fetchCooldown = 2 * time.Millisecond
 
 // Config sets up the queue of one process.
 type Config struct {
@@ -210,13 +215,22 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		JobTimeout:   cmp.Or(max(cfg.JobTimeout, 0), time.Minute),
 	}
 	rc.RescueStuckJobsAfter = max(cmp.Or(max(cfg.RescueAfter, 0), 2*time.Minute), rc.JobTimeout)
+	// FetchCooldown is two things in River. In a process that works jobs it
+	// is the least time between two fetches: River fetches at most
+	// MaxWorkers jobs per FetchCooldown, so its default (100 ms) held short
+	// jobs to 10 per worker per second: 40 posts/s on PostgreSQL with 4
+	// workers (feedd bench read: 9000 posts fanned out in 225 s; 4 s with
+	// 2 ms, and 23 s -> 7 s on SQLite). In every client, one that only
+	// inserts too, it is the least time between two NOTIFYs of new jobs: an
+	// insert within 100 ms of the last notified one sent none, and its job
+	// waited for the next NOTIFY or the workers' 1 s poll. API processes
+	// apart from their workers (serve --workers 0) delivered posts 50 ms
+	// apart after p90 350 ms, max 880 ms, out of order (feedd bench stream
+	// --apart). At 2 ms every post's commit wakes the workers
+	// (docs/operations.md, "From a post to its followers' streams").
+	rc.FetchCooldown = fetchCooldown
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
-		// River fetches at most MaxWorkers jobs per FetchCooldown, so its
-		// default (100 ms) held short jobs to 10 per worker per second: 40
-		// posts/s on PostgreSQL with 4 workers (feedd bench read: 9000 posts
-		// fanned out in 225 s; 4 s with 2 ms, and 23 s -> 7 s on SQLite).
-		rc.FetchCooldown = 2 * time.Millisecond
 		if cfg.PollInterval > 0 {
 			rc.FetchPollInterval = cfg.PollInterval
 		}
@@ -289,7 +303,22 @@ type postWorker[TTx any] struct {
 }
 
 func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) error {
-	return outcome(w.deps, job.JobRow, w.work(ctx, job))
+	if t := w.deps.Trace; t.Enabled() {
+		// inserted: the job's created_at (the inserting transaction's start,
+		// by the database's clock); fetched: when River locked it for this
+		// worker (attempted_at). Their gap is the notification and the fetch.
+		var fetched int64
+		if job.AttemptedAt != nil {
+			fetched = job.AttemptedAt.UnixMicro()
+		}
+		t.Stage(job.Args.PostID, "job started", "op", job.Args.Op, "job_id", job.ID, "attempt", job.Attempt,
+			"inserted_us", job.CreatedAt.UnixMicro(), "fetched_us", fetched)
+	}
+	err := w.work(ctx, job)
+	if t := w.deps.Trace; t.Enabled() {
+		t.Stage(job.Args.PostID, "job done", "op", job.Args.Op, "job_id", job.ID, "error", err)
+	}
+	return outcome(w.deps, job.JobRow, err)
 }
 
 func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) error {
@@ -430,6 +459,9 @@ func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) e
 		err = d.Inbox.Remove(ctx, e, ids)
 	default:
 		return fmt.Errorf("fanout: unknown op %q", op)
+	}
+	if d.Trace.Enabled() {
+		d.Trace.Stage(e.PostID, "inboxes written", "op", op, "users", len(ids), "error", err)
 	}
 	if err != nil && ctx.Err() == nil {
 		return &inboxError{err}

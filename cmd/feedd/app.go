@@ -48,6 +48,7 @@ var streamHeartbeat = feedhttp.DefaultHeartbeat
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
+	trace   *feed.Tracer // --trace-posts; nil: off
 	service *feed.Service
 	events  feed.EventService // live timeline events
 	health  func(context.Context) error
@@ -122,7 +123,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a)}
 	if c.accessLog {
 		api.AccessLog = a.log
@@ -168,6 +169,9 @@ type stores interface {
 // Cluster), when configured, for inboxes, sessions and codes.
 func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
 	a = &app{log: log, metrics: metrics.New()}
+	if c.tracePosts {
+		a.trace = &feed.Tracer{Log: log}
+	}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -325,7 +329,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Events:  a.events,
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
-		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics,
+		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics, Trace: a.trace,
 	}
 	if c.noEvents {
 		deps.Events = nil
@@ -349,7 +353,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
-		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
+		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.

@@ -48,6 +48,7 @@ type config struct {
 	streamMax    int
 	seed         seed.Options // feedd seed's --users, --follows, --posts
 	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
+	tracePosts   bool         // log each post's stages (docs/operations.md, "Tracing a post")
 
 	// Abuse limits, code delivery and secrets (see abuse.go).
 	limits         feed.LoginLimits
@@ -123,6 +124,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.adminAddr, "admin-addr", "FEED_ADMIN_ADDR", adminDefault, "address of the admin listener (metrics, job dashboard, pprof); off: none")
 	fs.BoolVar(&c.accessLog, "access-log", false, help("log one line per HTTP request (route, status, duration, user id)", "FEED_ACCESS_LOG"))
 	fromEnv("access-log", "FEED_ACCESS_LOG")
+	fs.BoolVar(&c.tracePosts, "trace-posts", false, help("log every post's way to live streams, one line per stage with its time: commit, job start, inbox writes, event publish, stream hydration and write", "FEED_TRACE_POSTS"))
+	fromEnv("trace-posts", "FEED_TRACE_POSTS")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 10000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
