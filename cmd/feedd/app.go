@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -66,6 +67,10 @@ type app struct {
 	// lag is the fan-out lag (cmd/feedd/lag.go), read while this process
 	// works jobs; nil otherwise.
 	lag *lagWatch
+
+	// The pools, for feedd bench's samples: nil when not configured.
+	pgPool *pgxpool.Pool
+	rdb    goredis.UniversalClient
 }
 
 func (a *app) close() {
@@ -181,7 +186,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.cmd == "migrate" {
 		workers = 0
 	}
-	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log}
+	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, CompletedRetention: c.jobRetention, Log: log}
 
 	var st stores
 	var rates feed.RateStore // the abuse limits' counters
@@ -198,6 +203,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
 		a.health = db.Pool.Ping
+		a.pgPool = db.Pool
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
 		readLag = func(ctx context.Context) (time.Duration, error) { return queueLagPG(ctx, db.Pool) }
@@ -284,6 +290,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
+		a.rdb = rdb
 		a.metrics.WatchRedis(rdb)
 		// While Redis is down, fail over to the database at once instead of
 		// waiting out every command's dial and retries (redis/breaker.go).

@@ -72,6 +72,8 @@ type benchFlags struct {
 	pubShare     float64
 	maxInFlight  int
 	workersApart bool
+	sampleEvery  time.Duration
+	soakWindow   time.Duration
 	rank         bench.RankOptions
 }
 
@@ -204,6 +206,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		env.Stop = a.stop
 		health := a.health
 		apiApp := a // the API process's wiring; a becomes the workers' when apart
+		var workersApp *app
 		if bf.workersApart {
 			wc := *c
 			wc.cmd = "worker"
@@ -213,7 +216,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			}
 			defer wa.close()
 			env.Start, env.Stop = wa.start, wa.stop
-			a = wa // stopped below
+			a, workersApp = wa, wa // stopped below
 		}
 		defer func() {
 			// Whatever fan-out is still queued is abandoned with the database.
@@ -232,6 +235,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return err
 			}
 			env.Store = &bench.PostgresStore{Pool: pool}
+			env.Gauges = soakGauges(apiApp, workersApp, pool, rdb)
 		} else {
 			db, err := sqlite.Open(ctx, c.dataDir)
 			if err != nil {
@@ -248,6 +252,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
 			}
 			env.Store = store
+			env.Gauges = soakGauges(apiApp, workersApp, nil, rdb)
 		}
 		defer env.Store.Close()
 	}
@@ -311,6 +316,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
 			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
 			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight, CPUProfile: bf.cpuProfile,
+			SampleEvery: bf.sampleEvery, SoakWindow: bf.soakWindow,
 		})
 		if err != nil {
 			return err
@@ -381,6 +387,8 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.Float64Var(&bf.pubShare, "publish-share", 0.06, "mixed: share of publishes in the mix (feed reads take the rest of 80%+6%)")
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
 	fs.BoolVar(&bf.workersApart, "apart", false, "mixed, stream: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker': a River client that only inserts and another that works the jobs (needs --database-url)")
+	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
+	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")

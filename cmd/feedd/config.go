@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/seed"
 	"github.com/feedd/feedd/redis"
@@ -31,6 +32,7 @@ type config struct {
 	pollInterval time.Duration
 	jobTimeout   time.Duration
 	rescueAfter  time.Duration
+	jobRetention time.Duration
 	fanoutBatch  int
 	fanoutSplit  int
 	databaseURL  string
@@ -108,6 +110,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", 10*time.Second, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 20*time.Second, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	dur(&c.jobRetention, "job-retention", "FEED_JOB_RETENTION", fanout.DefaultCompletedRetention, "how long completed fan-out jobs stay in the job table (and the job UI) before River's cleaner deletes them")
 	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
 	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database); with ?master_name=NAME it names Sentinels (more with &addr=host:port)")
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
@@ -217,6 +220,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	case c.jobRetention <= 0:
+		return nil, fmt.Errorf("--job-retention must be positive")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
 	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:
