@@ -106,6 +106,12 @@ type Deps struct {
 	Log    *slog.Logger
 	// Trace logs the stages of each post job (--trace-posts); nil: nothing.
 	Trace *feed.Tracer
+	// Unavailable reports whether an error is the database out of reach,
+	// and Ping whether it is back: a job cut off by an outage runs again
+	// once it is (outage.go). Either nil: such a job fails and River
+	// retries it.
+	Unavailable func(error) bool
+	Ping        func(context.Context) error
 
 	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
@@ -328,7 +334,7 @@ func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) er
 		t.Stage(job.Args.PostID, "job started", "op", job.Args.Op, "job_id", job.ID, "attempt", job.Attempt,
 			"inserted_us", job.CreatedAt.UnixMicro(), "fetched_us", fetched)
 	}
-	err := w.work(ctx, job)
+	err := runThroughOutage(ctx, w.deps, func() error { return w.work(ctx, job) })
 	if t := w.deps.Trace; t.Enabled() {
 		t.Stage(job.Args.PostID, "job done", "op", job.Args.Op, "job_id", job.ID, "error", err)
 	}
@@ -431,7 +437,7 @@ type batchWorker struct {
 }
 
 func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
-	err := w.work(ctx, job)
+	err := runThroughOutage(ctx, w.deps, func() error { return w.work(ctx, job) })
 	if err == nil {
 		w.deps.observeLag(job.Args.Op, job.Args.Score)
 	}

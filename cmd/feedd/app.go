@@ -68,6 +68,10 @@ type app struct {
 	// works jobs; nil otherwise.
 	lag *lagWatch
 
+	// unavailable recognises errors of a database out of reach, which the
+	// API answers 503 (feedhttp.Server.Unavailable); nil on SQLite.
+	unavailable func(error) bool
+
 	// The pools, for feedd bench's samples: nil when not configured.
 	pgPool *pgxpool.Pool
 	rdb    goredis.UniversalClient
@@ -129,7 +133,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a)}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -204,6 +208,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
 		a.health = db.Pool.Ping
 		a.pgPool = db.Pool
+		a.unavailable = postgres.Unavailable
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
 		readLag = func(ctx context.Context) (time.Duration, error) { return queueLagPG(ctx, db.Pool) }
@@ -340,6 +345,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 	if c.noEvents {
 		deps.Events = nil
+	}
+	if a.unavailable != nil {
+		deps.Unavailable, deps.Ping = a.unavailable, a.pgPool.Ping
 	}
 	if err := newQueue(deps); err != nil {
 		return nil, err

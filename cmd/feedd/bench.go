@@ -227,7 +227,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp)}).Handler()
+			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp), Unavailable: apiApp.unavailable}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)
