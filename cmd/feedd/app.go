@@ -224,6 +224,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
 			a.jobsUI = func(ctx context.Context) (http.Handler, error) { return jobsUI(ctx, q.Client, log) }
+			if workers > 0 {
+				// A dead worker's jobs are retried --rescue-after after
+				// they started, not up to a minute later (postgres/rescue.go).
+				rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+				go rescueLoop(rctx, db, c.rescueAfter, log)
+				a.closers = append(a.closers, func() error { stop(); return nil })
+			}
 			return nil
 		}
 	} else {
