@@ -192,8 +192,10 @@ func Stream(ctx context.Context, env *Env, opt StreamOptions) (*StreamResult, er
 		}
 		return lat, live.outOfOrder(seq0), nil
 	}
-	// One untimed publish first: River's queue and every pool warm.
-	if _, _, err := measure("warm up", 1, 0); err != nil {
+	// Untimed publishes at the same rate first, so that River's queue and
+	// every pool (the API's and the workers' connections, each opened at
+	// its first use) are warm when the timed ones start.
+	if _, _, err := measure("warm up", min(opt.Publishes, 20), 0); err != nil {
 		return nil, err
 	}
 	quiet, quietOOO, err := measure("latency: one stream", opt.Publishes, 1000)
