@@ -18,7 +18,8 @@ const (
 	ETOOLARGE     = "too_large"
 	// ETOOMANY: over an abuse limit; Error.RetryAfter says when to retry.
 	ETOOMANY = "rate_limited"
-	// EUNAVAILABLE: a dependency (the code sender) failed; try again.
+	// EUNAVAILABLE: a dependency (the code sender, the database) failed or
+	// is out of reach; try again.
 	EUNAVAILABLE = "unavailable"
 	// EBUSY: the server is too busy to serve the request now (load
 	// shedding); the client retries after a moment.
@@ -29,7 +30,8 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	// RetryAfter, for ETOOMANY, is how long to wait before trying again.
+	// RetryAfter, for ETOOMANY and EUNAVAILABLE, is how long to wait before
+	// trying again (0: not said).
 	RetryAfter time.Duration
 }
 

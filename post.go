@@ -176,8 +176,15 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 	}
 	now := s.now().Truncate(time.Millisecond)
 	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CreatedAt: now, UpdatedAt: now}
+	var began time.Time
+	if s.Trace.Enabled() {
+		began = time.Now()
+	}
 	if err := s.Posts.CreatePost(ctx, p); err != nil {
 		return nil, err
+	}
+	if s.Trace.Enabled() {
+		s.Trace.Stage(p.ID, "committed", "author_id", userID, "insert_began_us", began.UnixMicro())
 	}
 	return p, nil
 }

@@ -65,6 +65,7 @@ type Service struct {
 	InboxCap int              // entries a rebuilt inbox holds; DefaultInboxCap if zero
 	Log      *slog.Logger
 	Observe  Observer // told of rebuilds, degraded reads, codes sent; nil: nobody
+	Trace    *Tracer  // logs each post's commit (--trace-posts); nil: nothing
 
 	touched sync.Map // user id -> time.Time of this process's last Touch
 

@@ -104,6 +104,14 @@ type Deps struct {
 	// of a pull-mode author, for live timeline streams.
 	Events feed.EventService
 	Log    *slog.Logger
+	// Trace logs the stages of each post job (--trace-posts); nil: nothing.
+	Trace *feed.Tracer
+	// Unavailable reports whether an error is the database out of reach,
+	// and Ping whether it is back: a job cut off by an outage runs again
+	// once it is (outage.go). Either nil: such a job fails and River
+	// retries it.
+	Unavailable func(error) bool
+	Ping        func(context.Context) error
 
 	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
@@ -145,6 +153,15 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
 }
 
+// DefaultCompletedRetention is Config.CompletedRetention's default. A
+// completed fan-out job is of no use but to look at in the job UI; River's
+// own default (a day) kept ~4 million rows at 50 jobs/s, every one in the
+// indexes that each fetch and each insert touch.
+const DefaultCompletedRetention = 10 * time.Minute
+
+// fetchCooldown is River's FetchCooldown for every client (New).
+const fetchCooldown = 2 * time.Millisecond
+
 // Config sets up the queue of one process.
 type Config struct {
 	// Workers is how many jobs this process works at once; 0 makes an
@@ -159,7 +176,12 @@ type Config struct {
 	// belong to a dead process and retried (default 2 minutes; at least
 	// JobTimeout).
 	RescueAfter time.Duration
-	Log         *slog.Logger
+	// CompletedRetention is how long a completed job stays in the job
+	// table (River's CompletedJobRetentionPeriod; default
+	// DefaultCompletedRetention). Cancelled jobs stay River's default of a
+	// day, discarded ones 7 days: they are the ones an operator looks at.
+	CompletedRetention time.Duration
+	Log                *slog.Logger
 	// Wake, on a driver without LISTEN/NOTIFY, wakes this process's
 	// workers when this process commits jobs (wake.go); nil: they poll.
 	Wake *Wake
@@ -217,13 +239,25 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		JobTimeout:   cmp.Or(max(cfg.JobTimeout, 0), time.Minute),
 	}
 	rc.RescueStuckJobsAfter = max(cmp.Or(max(cfg.RescueAfter, 0), 2*time.Minute), rc.JobTimeout)
+	// River's cleaner, run every 30 s by the elected leader among the
+	// processes that work jobs, deletes completed jobs older than this.
+	rc.CompletedJobRetentionPeriod = cmp.Or(max(cfg.CompletedRetention, 0), DefaultCompletedRetention)
+	// FetchCooldown is two things in River. In a process that works jobs it
+	// is the least time between two fetches: River fetches at most
+	// MaxWorkers jobs per FetchCooldown, so its default (100 ms) held short
+	// jobs to 10 per worker per second: 40 posts/s on PostgreSQL with 4
+	// workers (feedd bench read: 9000 posts fanned out in 225 s; 4 s with
+	// 2 ms, and 23 s -> 7 s on SQLite). In every client, one that only
+	// inserts too, it is the least time between two NOTIFYs of new jobs: an
+	// insert within 100 ms of the last notified one sent none, and its job
+	// waited for the next NOTIFY or the workers' 1 s poll. API processes
+	// apart from their workers (serve --workers 0) delivered posts 50 ms
+	// apart after p90 350 ms, max 880 ms, out of order (feedd bench stream
+	// --apart). At 2 ms every post's commit wakes the workers
+	// (docs/operations.md, "From a post to its followers' streams").
+	rc.FetchCooldown = fetchCooldown
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
-		// River fetches at most MaxWorkers jobs per FetchCooldown, so its
-		// default (100 ms) held short jobs to 10 per worker per second: 40
-		// posts/s on PostgreSQL with 4 workers (feedd bench read: 9000 posts
-		// fanned out in 225 s; 4 s with 2 ms, and 23 s -> 7 s on SQLite).
-		rc.FetchCooldown = 2 * time.Millisecond
 		if cfg.PollInterval > 0 {
 			rc.FetchPollInterval = cfg.PollInterval
 		}
@@ -296,7 +330,22 @@ type postWorker[TTx any] struct {
 }
 
 func (w *postWorker[TTx]) Work(ctx context.Context, job *river.Job[PostArgs]) error {
-	return outcome(w.deps, job.JobRow, w.work(ctx, job))
+	if t := w.deps.Trace; t.Enabled() {
+		// inserted: the job's created_at (the inserting transaction's start,
+		// by the database's clock); fetched: when River locked it for this
+		// worker (attempted_at). Their gap is the notification and the fetch.
+		var fetched int64
+		if job.AttemptedAt != nil {
+			fetched = job.AttemptedAt.UnixMicro()
+		}
+		t.Stage(job.Args.PostID, "job started", "op", job.Args.Op, "job_id", job.ID, "attempt", job.Attempt,
+			"inserted_us", job.CreatedAt.UnixMicro(), "fetched_us", fetched)
+	}
+	err := runThroughOutage(ctx, w.deps, func() error { return w.work(ctx, job) })
+	if t := w.deps.Trace; t.Enabled() {
+		t.Stage(job.Args.PostID, "job done", "op", job.Args.Op, "job_id", job.ID, "error", err)
+	}
+	return outcome(w.deps, job.JobRow, err)
 }
 
 func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) error {
@@ -403,7 +452,7 @@ type batchWorker struct {
 }
 
 func (w *batchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
-	err := w.work(ctx, job)
+	err := runThroughOutage(ctx, w.deps, func() error { return w.work(ctx, job) })
 	if err == nil {
 		w.deps.observeLag(job.Args.Op, job.Args.Score)
 	}
@@ -454,6 +503,9 @@ func apply(ctx context.Context, d *Deps, op string, e feed.Entry, ids []int64) e
 		err = d.Inbox.Remove(ctx, e, ids)
 	default:
 		return fmt.Errorf("fanout: unknown op %q", op)
+	}
+	if d.Trace.Enabled() {
+		d.Trace.Stage(e.PostID, "inboxes written", "op", op, "users", len(ids), "error", err)
 	}
 	if err != nil && ctx.Err() == nil {
 		return storeErr(err)

@@ -28,7 +28,7 @@ type followWorker struct {
 }
 
 func (w *followWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
-	return outcome(w.deps, job.JobRow, w.work(ctx, job.Args))
+	return outcome(w.deps, job.JobRow, runThroughOutage(ctx, w.deps, func() error { return w.work(ctx, job.Args) }))
 }
 
 func (w *followWorker) work(ctx context.Context, a FollowArgs) error {

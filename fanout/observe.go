@@ -60,7 +60,11 @@ func (d *Deps) publish(ctx context.Context, op string, e feed.Entry, users []int
 	if op == OpRemove {
 		kind = feed.EventDelete
 	}
-	if err := d.Events.Publish(ctx, feed.Event{Kind: kind, Entry: e, Users: users, Author: author}); err != nil && ctx.Err() == nil {
+	err := d.Events.Publish(ctx, feed.Event{Kind: kind, Entry: e, Users: users, Author: author})
+	if err != nil && ctx.Err() == nil {
 		d.Log.Warn("publish timeline event", "post_id", e.PostID, "kind", kind, "error", err)
+	}
+	if d.Trace.Enabled() {
+		d.Trace.Stage(e.PostID, "event published", "kind", kind, "users", len(users), "error", err)
 	}
 }

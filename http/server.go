@@ -43,6 +43,11 @@ type Server struct {
 	// Shed is the admission control in front of every route (shed.go);
 	// nil admits everything.
 	Shed *Shed
+	// Unavailable reports whether an error without a code is a dependency
+	// out of reach for the moment (the database restarting): such errors
+	// are answered 503 unavailable with Retry-After, not 500 (outage.go);
+	// nil: none is.
+	Unavailable func(error) bool
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -85,7 +90,7 @@ var statusOf = map[string]int{
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	feed.EINTERNAL:     http.StatusInternalServerError,
 	feed.ETOOMANY:      http.StatusOK,
-	feed.EUNAVAILABLE:  http.StatusOK,
+	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	feed.EBUSY:         http.StatusServiceUnavailable,
 }
 
@@ -93,6 +98,7 @@ var statusOf = map[string]int{
 // answer) are logged with their detail and answered with a generic message,
 // even when they are an *Error with a message of their own.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.outage(r, err)
 	code := feed.ErrorCode(err)
 	status, ok := statusOf[code]
 	if !ok {
@@ -104,6 +110,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		msg = "internal error"
 	}
+	retryAfter(w, err)
 	s.encode(w, status, envelope{ErrorMsg: msg})
 }
 

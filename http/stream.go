@@ -47,6 +47,9 @@ type Streams struct {
 	// Replay bounds the entries replayed after Last-Event-ID
 	// (feed.DefaultInboxCap if zero: an inbox holds no more).
 	Replay int
+	// Trace logs each post event's arrival, hydration and write
+	// (--trace-posts); nil: nothing.
+	Trace *feed.Tracer
 
 	mu       sync.Mutex
 	perUser  map[int64]int
@@ -284,18 +287,33 @@ func (s *Server) streamLoop(ctx context.Context, uid int64, from *feed.Cursor, s
 // store call per run of posts.
 func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []feed.Event) error {
 	var run []feed.Entry
+	tr := s.Streams.Trace
 	flushRun := func() error {
 		if len(run) == 0 {
 			return nil
 		}
 		views, err := s.Service.StreamViews(ctx, uid, run)
+		if tr.Enabled() {
+			for _, e := range run {
+				tr.Stage(e.PostID, "stream hydrated", "user_id", uid, "error", err)
+			}
+		}
 		run = run[:0]
 		if err != nil {
 			return err
 		}
-		return out.posts(views)
+		err = out.posts(views)
+		if tr.Enabled() {
+			for _, v := range views {
+				tr.Stage(v.ID, "stream sent", "user_id", uid, "error", err)
+			}
+		}
+		return err
 	}
 	for _, ev := range batch {
+		if tr.Enabled() {
+			tr.Stage(ev.Entry.PostID, "stream received", "user_id", uid, "kind", ev.Kind)
+		}
 		switch ev.Kind {
 		case feed.EventPost:
 			if !out.seen[ev.Entry.PostID] {

@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	feed "github.com/feedd/feedd"
 )
@@ -62,6 +61,7 @@ func (s *Server) v1JSON(w http.ResponseWriter, status int, v any) {
 // v1Fail answers err with its status and code. Internal errors are logged
 // with their detail and answered with a generic message.
 func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.outage(r, err)
 	code := feed.ErrorCode(err)
 	status, ok := v1Status[code]
 	if !ok {
@@ -74,9 +74,7 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		body.Error.Message = "internal error"
 	}
-	if d := feed.RetryAfter(err); d > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
-	}
+	retryAfter(w, err)
 	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
 	}

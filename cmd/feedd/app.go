@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -48,6 +49,7 @@ var streamHeartbeat = feedhttp.DefaultHeartbeat
 // app is a wired feedd process.
 type app struct {
 	log     *slog.Logger
+	trace   *feed.Tracer // --trace-posts; nil: off
 	service *feed.Service
 	events  feed.EventService // live timeline events
 	health  func(context.Context) error
@@ -65,6 +67,14 @@ type app struct {
 	// lag is the fan-out lag (cmd/feedd/lag.go), read while this process
 	// works jobs; nil otherwise.
 	lag *lagWatch
+
+	// unavailable recognises errors of a database out of reach, which the
+	// API answers 503 (feedhttp.Server.Unavailable); nil on SQLite.
+	unavailable func(error) bool
+
+	// The pools, for feedd bench's samples: nil when not configured.
+	pgPool *pgxpool.Pool
+	rdb    goredis.UniversalClient
 }
 
 func (a *app) close() {
@@ -122,8 +132,8 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a)}
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -168,6 +178,9 @@ type stores interface {
 // Cluster), when configured, for inboxes, sessions and codes.
 func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
 	a = &app{log: log, metrics: metrics.New()}
+	if c.tracePosts {
+		a.trace = &feed.Tracer{Log: log}
+	}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -177,7 +190,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.cmd == "migrate" {
 		workers = 0
 	}
-	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, Log: log}
+	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, CompletedRetention: c.jobRetention, Log: log}
 
 	var st stores
 	var rates feed.RateStore // the abuse limits' counters
@@ -194,6 +207,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
 		a.health = db.Pool.Ping
+		a.pgPool = db.Pool
+		a.unavailable = postgres.Unavailable
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
 		readLag = func(ctx context.Context) (time.Duration, error) { return queueLagPG(ctx, db.Pool) }
@@ -209,6 +224,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			db.Enqueue = q.EnqueueTx
 			a.start, a.stop = q.Start, q.Stop
 			a.jobsUI = func(ctx context.Context) (http.Handler, error) { return jobsUI(ctx, q.Client, log) }
+			if workers > 0 {
+				// A dead worker's jobs are retried --rescue-after after
+				// they started, not up to a minute later (postgres/rescue.go).
+				rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+				go rescueLoop(rctx, db, c.rescueAfter, log)
+				a.closers = append(a.closers, func() error { stop(); return nil })
+			}
 			return nil
 		}
 	} else {
@@ -280,6 +302,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	}
 	if rdb != nil {
 		a.closers = append(a.closers, rdb.Close)
+		a.rdb = rdb
 		a.metrics.WatchRedis(rdb)
 		// While Redis is down, fail over to the database at once instead of
 		// waiting out every command's dial and retries (redis/breaker.go).
@@ -325,10 +348,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Events:  a.events,
 		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
-		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics,
+		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics, Trace: a.trace,
 	}
 	if c.noEvents {
 		deps.Events = nil
+	}
+	if a.unavailable != nil {
+		deps.Unavailable, deps.Ping = a.unavailable, a.pgPool.Ping
 	}
 	if err := newQueue(deps); err != nil {
 		return nil, err
@@ -349,7 +375,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
-		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
+		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.

@@ -74,6 +74,8 @@ type benchFlags struct {
 	pubShare     float64
 	maxInFlight  int
 	workersApart bool
+	sampleEvery  time.Duration
+	soakWindow   time.Duration
 	rank         bench.RankOptions
 }
 
@@ -124,8 +126,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
 	case bf.runs < 1:
 		return errors.New("--runs must be at least 1")
-	case bf.workersApart && (sub != "mixed" || c.databaseURL == ""):
-		return errors.New("--apart is for feedd bench mixed with --database-url")
+	case bf.workersApart && (sub != "mixed" && sub != "stream" || c.databaseURL == ""):
+		return errors.New("--apart is for feedd bench mixed and stream with --database-url")
 	}
 	if sub == "mixed" && !set["users"] {
 		bf.users = 100
@@ -221,6 +223,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		env.Stop = a.stop
 		health := a.health
 		apiApp := a // the API process's wiring; a becomes the workers' when apart
+		var workersApp *app
 		if bf.workersApart {
 			wc := *c
 			wc.cmd = "worker"
@@ -230,7 +233,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			}
 			defer wa.close()
 			env.Start, env.Stop = wa.start, wa.stop
-			a = wa // stopped below
+			a, workersApp = wa, wa // stopped below
 		}
 		defer func() {
 			// Whatever fan-out is still queued is abandoned with the database.
@@ -238,10 +241,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer scancel()
 			a.stop(sctx)
 		}()
-		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax}
+		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp)}).Handler()
+			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp), Unavailable: apiApp.unavailable}).Handler()
 		}
 		if c.databaseURL != "" {
 			pool, err := pgxpool.New(ctx, c.databaseURL)
@@ -249,6 +252,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return err
 			}
 			env.Store = &bench.PostgresStore{Pool: pool}
+			env.Gauges = soakGauges(apiApp, workersApp, pool, rdb)
 		} else {
 			db, err := sqlite.Open(ctx, c.dataDir)
 			if err != nil {
@@ -265,6 +269,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
 			}
 			env.Store = store
+			env.Gauges = soakGauges(apiApp, workersApp, nil, rdb)
 		}
 		defer env.Store.Close()
 	}
@@ -314,7 +319,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		out = r
 		text = r.Text()
 	case "stream":
-		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval}
+		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval, WorkersApart: bf.workersApart}
 		if bf.apart {
 			opt.Hold = holdStreamsApart
 		}
@@ -328,6 +333,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
 			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
 			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight, CPUProfile: bf.cpuProfile,
+			SampleEvery: bf.sampleEvery, SoakWindow: bf.soakWindow,
 		})
 		if err != nil {
 			return err
@@ -393,11 +399,13 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
 	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
-	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes")
+	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes (stream: open loop, 20ms is 50 posts/s)")
 	fs.Float64Var(&bf.rate, "rate", 500, "mixed: arrivals per second (open loop: sent whatever the server does)")
 	fs.Float64Var(&bf.pubShare, "publish-share", 0.06, "mixed: share of publishes in the mix (feed reads take the rest of 80%+6%)")
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
-	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
+	fs.BoolVar(&bf.workersApart, "apart", false, "mixed, stream: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker': a River client that only inserts and another that works the jobs (needs --database-url)")
+	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
+	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")

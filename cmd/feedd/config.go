@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/seed"
 	"github.com/feedd/feedd/redis"
@@ -31,6 +32,7 @@ type config struct {
 	pollInterval time.Duration
 	jobTimeout   time.Duration
 	rescueAfter  time.Duration
+	jobRetention time.Duration
 	fanoutBatch  int
 	fanoutSplit  int
 	databaseURL  string
@@ -48,6 +50,7 @@ type config struct {
 	streamMax    int
 	seed         seed.Options // feedd seed's --users, --follows, --posts
 	noEvents     bool         // feedd bench fanout --events=false: fan-out publishes no live events
+	tracePosts   bool         // log each post's stages (docs/operations.md, "Tracing a post")
 
 	// Abuse limits, code delivery and secrets (see abuse.go).
 	limits         feed.LoginLimits
@@ -107,6 +110,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", 10*time.Second, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 20*time.Second, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
+	dur(&c.jobRetention, "job-retention", "FEED_JOB_RETENTION", fanout.DefaultCompletedRetention, "how long completed fan-out jobs stay in the job table (and the job UI) before River's cleaner deletes them")
 	str(&c.databaseURL, "database-url", "FEED_DATABASE_URL", "", "postgres:// URL of PostgreSQL, the source of truth (empty: SQLite in --data)")
 	str(&c.redisURL, "redis-url", "FEED_REDIS_URL", "", "redis:// URL of a Redis node for inboxes, sessions and codes (empty: inboxes in the database); with ?master_name=NAME it names Sentinels (more with &addr=host:port)")
 	str(&c.redisCluster, "redis-cluster", "FEED_REDIS_CLUSTER", "", "comma-separated seed addresses of a Redis Cluster (instead of --redis-url)")
@@ -123,6 +127,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.adminAddr, "admin-addr", "FEED_ADMIN_ADDR", adminDefault, "address of the admin listener (metrics, job dashboard, pprof); off: none")
 	fs.BoolVar(&c.accessLog, "access-log", false, help("log one line per HTTP request (route, status, duration, user id)", "FEED_ACCESS_LOG"))
 	fromEnv("access-log", "FEED_ACCESS_LOG")
+	fs.BoolVar(&c.tracePosts, "trace-posts", false, help("log every post's way to live streams, one line per stage with its time: commit, job start, inbox writes, event publish, stream hydration and write", "FEED_TRACE_POSTS"))
+	fromEnv("trace-posts", "FEED_TRACE_POSTS")
 	num(&c.fanoutBatch, "fanout-batch", "FEED_FANOUT_BATCH", 1000, "followers written per inbox batch (one statement or pipeline)")
 	num(&c.fanoutSplit, "fanout-split", "FEED_FANOUT_SPLIT", 10000, "most followers one fan-out job covers; larger audiences are split into jobs that all workers share")
 	num(&c.streamUser, "stream-limit-user", "FEED_STREAM_LIMIT_USER", feedhttp.DefaultStreamsPerUser, "open live timeline streams (GET /v1/timeline/stream) one user may hold in this process")
@@ -214,6 +220,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-timeout must be positive")
 	case c.rescueAfter < c.jobTimeout:
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
+	case c.jobRetention <= 0:
+		return nil, fmt.Errorf("--job-retention must be positive")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
 	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:

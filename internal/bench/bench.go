@@ -63,6 +63,11 @@ type Env struct {
 	// Layout is the service's --inbox-layout (Redis inboxes; "": the default).
 	Layout redis.Layout
 
+	// Gauges, when set, returns what the wired processes hold now, by name
+	// (memory, goroutines, connections, job rows, table sizes), for the
+	// samples of a long run.
+	Gauges func(context.Context) (map[string]float64, error)
+
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer
 	// Now is the clock (time.Now if nil).

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -36,6 +37,12 @@ type MixedOptions struct {
 	// CPUProfile, when set, is the file that receives a CPU profile of the
 	// whole process (server, workers and generator) while arrivals run.
 	CPUProfile string
+	// SampleEvery, when positive, samples Env.Gauges and each operation's
+	// p99 this often (MixedResult.Samples); SoakWindow is how long the first
+	// and the last windows compared in MixedResult.Soak are (none when the
+	// run is shorter than two of them).
+	SampleEvery time.Duration
+	SoakWindow  time.Duration
 }
 
 // The mix of Mixed: shares of the arrivals, feed reads taking what the
@@ -92,6 +99,9 @@ type MixedResult struct {
 	// BacklogMax is the most requests outstanding at once.
 	BacklogMax int64  `json:"backlog_max"`
 	FirstError string `json:"first_error,omitempty"`
+	// Samples and Soak: with MixedOptions.SampleEvery (soak.go).
+	Samples []MixedSample `json:"samples,omitempty"`
+	Soak    *SoakCompare  `json:"soak,omitempty"`
 
 	Options MixedOptions `json:"-"`
 	Backend string       `json:"-"`
@@ -111,6 +121,9 @@ func (r *MixedResult) Text() string {
 		r.Probes, r.FreshP50ms, r.FreshP99ms, r.FreshMaxms, r.ProbesLost, r.ProbesShed)
 	if r.FirstError != "" {
 		s += "  first error: " + r.FirstError + "\n"
+	}
+	if r.Soak != nil {
+		s += r.Soak.Text()
 	}
 	return s
 }
@@ -202,6 +215,25 @@ func Mixed(ctx context.Context, env *Env, opt MixedOptions) (*MixedResult, error
 		defer stop()
 	}
 	start := time.Now()
+	var smp *sampler
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	sampled := make(chan struct{})
+	if opt.SampleEvery > 0 {
+		smp = &sampler{env: env, every: opt.SampleEvery, lengths: func() map[string]int {
+			n := map[string]int{}
+			mu.Lock()
+			for op, l := range lat {
+				n[op] = len(l)
+			}
+			mu.Unlock()
+			n["fresh"] = probes.freshLen()
+			return n
+		}}
+		go func() { defer close(sampled); smp.run(sctx, start) }()
+	} else {
+		close(sampled)
+	}
 	interval := time.Duration(float64(time.Second) / opt.Rate)
 	for i := 0; ; i++ {
 		at := start.Add(time.Duration(i) * interval)
@@ -236,6 +268,11 @@ func Mixed(ctx context.Context, env *Env, opt MixedOptions) (*MixedResult, error
 		}()
 	}
 	elapsed := time.Since(start)
+	scancel()
+	<-sampled
+	if smp != nil {
+		smp.take(ctx, start) // the end of the arrivals
+	}
 	wg.Wait()
 	bar.set(int(opt.Duration / time.Second))
 	bar.finish()
@@ -269,6 +306,13 @@ func Mixed(ctx context.Context, env *Env, opt MixedOptions) (*MixedResult, error
 		res.FirstError = "probe: " + f.err.Error()
 	}
 	res.Errors += f.errors
+	if smp != nil {
+		mu.Lock()
+		lists := maps.Clone(lat)
+		mu.Unlock()
+		lists["fresh"] = f.fresh
+		res.Samples, res.Soak = smp.finish(lists, opt.SoakWindow)
+	}
 	return res, nil
 }
 

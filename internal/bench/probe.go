@@ -173,6 +173,13 @@ func (p *probeTracker) wait(ctx context.Context) {
 	})
 }
 
+// freshLen is how many probes have reached all their followers so far.
+func (p *probeTracker) freshLen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.fresh)
+}
+
 func (p *probeTracker) result() probeResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -30,10 +30,15 @@ type StreamOptions struct {
 	// PerUser is the server's --stream-limit-user: the idle streams are
 	// spread over Streams/PerUser users.
 	PerUser int
-	// Publishes is how many posts each latency phase publishes, Interval
-	// the pause between two.
+	// Publishes is how many posts each latency phase publishes, one every
+	// Interval whether or not the previous one has reached the stream yet
+	// (open loop: 20 ms is 50 posts/s).
 	Publishes int
 	Interval  time.Duration
+	// WorkersApart records that the jobs are worked by another River client
+	// than the one that inserts them, as 'feedd serve --workers 0' plus
+	// 'feedd worker' (the caller wires Env so).
+	WorkersApart bool
 	// Hold opens the idle streams: one per token, against the server at
 	// addr (host:port), until release is called. Nil holds them in this
 	// process (HoldStreams), whose memory then counts the clients too.
@@ -42,15 +47,24 @@ type StreamOptions struct {
 
 // StreamResult is what feedd bench stream measured.
 type StreamResult struct {
-	Backend   string `json:"backend"`
-	Publishes int    `json:"publishes"`
+	Backend      string  `json:"backend"`
+	Publishes    int     `json:"publishes"`
+	IntervalMs   float64 `json:"interval_ms"`   // between two publishes
+	WorkersApart bool    `json:"workers_apart"` // API and workers on separate River clients
 	// Latency from Service.Publish returning to a follower's stream client
 	// reading the post's event, with no other stream open and with the
-	// idle streams open.
+	// idle streams open; OutOfOrder counts the events read after an event
+	// of a later post.
 	P50ms               float64 `json:"p50_ms"`
+	P90ms               float64 `json:"p90_ms"`
 	P99ms               float64 `json:"p99_ms"`
+	MaxMs               float64 `json:"max_ms"`
+	OutOfOrder          int     `json:"out_of_order"`
 	LoadedP50ms         float64 `json:"loaded_p50_ms"`
+	LoadedP90ms         float64 `json:"loaded_p90_ms"`
 	LoadedP99ms         float64 `json:"loaded_p99_ms"`
+	LoadedMaxMs         float64 `json:"loaded_max_ms"`
+	LoadedOutOfOrder    int     `json:"loaded_out_of_order"`
 	Streams             int     `json:"streams"`
 	ClientsApart        bool    `json:"clients_apart"` // the idle clients ran in another process
 	BaseRSSMB           float64 `json:"base_rss_mb"`
@@ -66,11 +80,16 @@ func (r *StreamResult) Text() string {
 	if r.ClientsApart {
 		where = "in another process"
 	}
-	return fmt.Sprintf("live timeline stream, %s\n"+
-		"  event latency after publish, %d posts: p50 %.1f ms, p99 %.1f ms (one stream open)\n"+
-		"                                     p50 %.1f ms, p99 %.1f ms (%d idle streams open)\n"+
+	workers := "workers in the API's River client"
+	if r.WorkersApart {
+		workers = "workers apart (another River client)"
+	}
+	return fmt.Sprintf("live timeline stream, %s, %s\n"+
+		"  event latency after publish, %d posts %.0f ms apart: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d out of order (one stream open)\n"+
+		"      p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d out of order (%d idle streams open)\n"+
 		"  %d idle streams (clients %s): RSS %.0f MB -> %.0f MB, %.1f KB each (heap+stacks %.1f KB, %.1f goroutines)\n",
-		r.Backend, r.Publishes, r.P50ms, r.P99ms, r.LoadedP50ms, r.LoadedP99ms, r.Streams,
+		r.Backend, workers, r.Publishes, r.IntervalMs, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.OutOfOrder,
+		r.LoadedP50ms, r.LoadedP90ms, r.LoadedP99ms, r.LoadedMaxMs, r.LoadedOutOfOrder, r.Streams,
 		r.Streams, where, r.BaseRSSMB, r.RSSMB, r.RSSPerStreamKB, r.HeapPerStreamKB, r.GoroutinesPerStream)
 }
 
@@ -138,35 +157,48 @@ func Stream(ctx context.Context, env *Env, opt StreamOptions) (*StreamResult, er
 		return nil, err
 	}
 	defer live.close()
-	measure := func(label string, n, base int) (Latencies, error) {
-		var lat Latencies
+	// measure publishes n posts, one every opt.Interval (open loop), then
+	// waits for each one's event: the latencies, and how many events came
+	// after an event of a later post.
+	measure := func(label string, n, base int) (Latencies, int, error) {
 		bar := newProgress(env.Progress, label, n)
 		defer bar.finish()
+		ids := make([]int64, 0, n)
+		returned := make([]time.Time, 0, n)
+		seq0 := live.seq()
+		tick := time.NewTicker(opt.Interval)
+		defer tick.Stop()
 		for i := range n {
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(opt.Interval):
+				return nil, 0, ctx.Err()
+			case <-tick.C:
 			}
 			p, err := env.Service.Publish(ctx, author, benchPost(base+i))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			returned := time.Now()
-			at, err := live.wait(ctx, p.ID, 30*time.Second)
-			if err != nil {
-				return nil, err
-			}
-			lat = append(lat, max(at.Sub(returned), 0))
+			ids = append(ids, p.ID)
+			returned = append(returned, time.Now())
 			bar.set(i + 1)
 		}
-		return lat, nil
+		lat := make(Latencies, 0, n)
+		for i, id := range ids {
+			at, err := live.wait(ctx, id, 30*time.Second)
+			if err != nil {
+				return nil, 0, err
+			}
+			lat = append(lat, max(at.Sub(returned[i]), 0))
+		}
+		return lat, live.outOfOrder(seq0), nil
 	}
-	// One untimed publish first: River's queue and every pool warm.
-	if _, err := measure("warm up", 1, 0); err != nil {
+	// Untimed publishes at the same rate first, so that River's queue and
+	// every pool (the API's and the workers' connections, each opened at
+	// its first use) are warm when the timed ones start.
+	if _, _, err := measure("warm up", min(opt.Publishes, 20), 0); err != nil {
 		return nil, err
 	}
-	quiet, err := measure("latency: one stream", opt.Publishes, 1000)
+	quiet, quietOOO, err := measure("latency: one stream", opt.Publishes, 1000)
 	if err != nil {
 		return nil, err
 	}
@@ -188,15 +220,18 @@ func Stream(ctx context.Context, env *Env, opt StreamOptions) (*StreamResult, er
 		return nil, fmt.Errorf("idle streams: %d of %d connected: %w", env.Connected()-1, opt.Streams, err)
 	}
 	rss, heap, g := memoryNow()
-	loaded, err := measure("latency: idle streams open", opt.Publishes, 2000)
+	loaded, loadedOOO, err := measure("latency: idle streams open", opt.Publishes, 2000)
 	if err != nil {
 		return nil, err
 	}
 	n := float64(opt.Streams)
 	return &StreamResult{
 		Backend: env.Backend(), Publishes: opt.Publishes,
-		P50ms: round(ms(quiet.Quantile(0.5)), 2), P99ms: round(ms(quiet.Quantile(0.99)), 2),
-		LoadedP50ms: round(ms(loaded.Quantile(0.5)), 2), LoadedP99ms: round(ms(loaded.Quantile(0.99)), 2),
+		IntervalMs: ms(opt.Interval), WorkersApart: opt.WorkersApart,
+		P50ms: round(ms(quiet.Quantile(0.5)), 2), P90ms: round(ms(quiet.Quantile(0.9)), 2),
+		P99ms: round(ms(quiet.Quantile(0.99)), 2), MaxMs: round(ms(quiet.Quantile(1)), 2), OutOfOrder: quietOOO,
+		LoadedP50ms: round(ms(loaded.Quantile(0.5)), 2), LoadedP90ms: round(ms(loaded.Quantile(0.9)), 2),
+		LoadedP99ms: round(ms(loaded.Quantile(0.99)), 2), LoadedMaxMs: round(ms(loaded.Quantile(1)), 2), LoadedOutOfOrder: loadedOOO,
 		Streams: opt.Streams, ClientsApart: opt.Hold != nil,
 		BaseRSSMB: round(float64(baseRSS)/(1<<20), 1), RSSMB: round(float64(rss)/(1<<20), 1),
 		RSSPerStreamKB:      round(float64(rss-baseRSS)/n/1024, 1),
@@ -294,6 +329,7 @@ type liveStream struct {
 	resp *http.Response
 	mu   sync.Mutex
 	at   map[int64]time.Time
+	ids  []int64       // post ids in the order their events were read
 	cond chan struct{} // closed and replaced at each event
 	err  error
 }
@@ -329,6 +365,7 @@ func openLiveStream(ctx context.Context, addr, token string) (*liveStream, error
 				json.Unmarshal([]byte(line[len("data: "):]), &p)
 				s.mu.Lock()
 				s.at[p.ID] = now
+				s.ids = append(s.ids, p.ID)
 				close(s.cond)
 				s.cond = make(chan struct{})
 				s.mu.Unlock()
@@ -367,6 +404,29 @@ func (s *liveStream) wait(ctx context.Context, id int64, timeout time.Duration) 
 			return time.Time{}, fmt.Errorf("no event of post %d within %v", id, timeout)
 		}
 	}
+}
+
+// seq is how many post events were read so far.
+func (s *liveStream) seq() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids)
+}
+
+// outOfOrder counts the events read since the from'th that came after an
+// event of a later post (ids grow with publish order).
+func (s *liveStream) outOfOrder(from int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	var high int64
+	for _, id := range s.ids[from:] {
+		if id < high {
+			n++
+		}
+		high = max(high, id)
+	}
+	return n
 }
 
 func (s *liveStream) close() { s.resp.Body.Close() }
