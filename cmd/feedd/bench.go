@@ -372,7 +372,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			sync = c.synchronous
 		}
 		r, err := bench.Writes(ctx, env, bench.WritesOptions{
-			Users: bf.users, Clients: bf.concurrency, Duration: bf.duration, Runs: bf.runs, Synchronous: sync,
+			Users: bf.users, Clients: bf.concurrency, Duration: bf.duration, Runs: bf.runs, Synchronous: sync, CPUProfile: bf.cpuProfile,
 		})
 		if err != nil {
 			return err
@@ -435,7 +435,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
 	fs.BoolVar(&bf.workersApart, "apart", false, "mixed: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker' (needs --database-url)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {

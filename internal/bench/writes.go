@@ -25,6 +25,7 @@ type WritesOptions struct {
 	Duration    time.Duration // how long likes and follows are each measured, per run
 	Runs        int           // runs; medians are reported
 	Synchronous string        // the database's synchronous level, for the report
+	CPUProfile  string        // file for a CPU profile (pprof) of the whole process over the runs
 }
 
 // WritesRun is one run of Writes.
@@ -98,6 +99,13 @@ func Writes(ctx context.Context, env *Env, opt WritesOptions) (*WritesResult, er
 	defer tr.CloseIdleConnections()
 	c := &apiClient{base: "http://" + ln.Addr().String(), http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, codes: codes}
 
+	if opt.CPUProfile != "" {
+		stop, err := startCPUProfile(opt.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	res := &WritesResult{Backend: env.Backend(), Synchronous: opt.Synchronous, Users: opt.Users, Clients: opt.Clients}
 	for k := range opt.Runs {
 		r, err := writesRun(ctx, env, c, opt, 13_000_000_000+int64(k)*int64(opt.Users+2))
