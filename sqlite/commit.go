@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,9 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*write
 	leading bool
+
+	commits atomic.Int64  // transactions committed
+	work    time.Duration // maxBatchWork unless set (tests)
 }
 
 // tx runs fn in a write transaction, sharing the transaction and its
@@ -197,7 +201,7 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 			finish(batch, nil)
 			return nil
 		}
-		finish(batch, tx.Commit())
+		finish(batch, db.commitTx(tx))
 		db.woken(tx, w.err)
 		return nil
 	}
@@ -210,10 +214,14 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 		return nil
 	}
 	defer db.enqueuedIn.Delete(tx)
+	work := db.commit.work
+	if work == 0 {
+		work = maxBatchWork
+	}
 	start := time.Now()
 	var ran []*write
 	for i, w := range batch {
-		if i > 0 && time.Since(start) > maxBatchWork {
+		if i > 0 && time.Since(start) > work {
 			again = batch[i:]
 			break
 		}
@@ -245,10 +253,18 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 		}
 		ran = append(ran, w)
 	}
-	err = tx.Commit()
+	err = db.commitTx(tx)
 	finish(ran, err)
 	db.woken(tx, err)
 	return again
+}
+
+func (db *DB) commitTx(tx *sql.Tx) error {
+	err := tx.Commit()
+	if err == nil {
+		db.commit.commits.Add(1)
+	}
+	return err
 }
 
 // runFn runs w's function in tx, turning a panic into an error here (the
