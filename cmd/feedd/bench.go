@@ -240,6 +240,19 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer s.Close()
 		}
 		env.Service = a.service
+		if a.jobCounts != nil {
+			jobCounts := a.jobCounts
+			env.Jobs = func(ctx context.Context) (int64, error) {
+				counts, err := jobCounts(ctx)
+				var n int64
+				for _, c := range counts {
+					if c.State != "discarded" && c.State != "cancelled" {
+						n += c.Jobs
+					}
+				}
+				return n, err
+			}
+		}
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health

@@ -63,6 +63,10 @@ type Env struct {
 	// Layout is the service's --inbox-layout (Redis inboxes; "": the default).
 	Layout redis.Layout
 
+	// Jobs is the number of fan-out jobs not yet finished (waiting,
+	// running or to be retried); nil where unknown.
+	Jobs func(ctx context.Context) (int64, error)
+
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer
 	// Now is the clock (time.Now if nil).

@@ -74,7 +74,8 @@ const writesPosts = 10
 // asking for a login code, logging in, reading /user/me and following the
 // run's two authors, opt.Clients at a time; then opt.Clients clients toggling
 // likes of the authors' posts, then toggling follows between the run's
-// users, for opt.Duration each. Login codes are taken from the service's
+// users, for opt.Duration each. Before the likes and after the follows it
+// waits, untimed, for the fan-out jobs of the follows. Login codes are taken from the service's
 // code sender, which Writes replaces.
 func Writes(ctx context.Context, env *Env, opt WritesOptions) (*WritesResult, error) {
 	switch {
@@ -182,6 +183,9 @@ func writesRun(ctx context.Context, env *Env, c *apiClient, opt WritesOptions, p
 		return nil, fmt.Errorf("set up users: %w", err)
 	}
 	run.SetupSeconds = round(time.Since(start).Seconds(), 3)
+	if err := drainJobs(ctx, env); err != nil {
+		return nil, err
+	}
 
 	// Likes: each client toggles its user's like of a random post.
 	perS, lat, err := c.closedLoop(ctx, opt, "likes", env, func(ctx context.Context, j int, rng *rand.Rand) error {
@@ -215,7 +219,26 @@ func writesRun(ctx context.Context, env *Env, c *apiClient, opt WritesOptions, p
 	}
 	run.FollowsPerS, run.FollowsP50ms, run.FollowsP99ms = round(perS, 1), round(ms(lat.Quantile(0.5)), 3), round(ms(lat.Quantile(0.99)), 3)
 	run.Shed = c.shed.Swap(0)
-	return run, nil
+	return run, drainJobs(ctx, env)
+}
+
+// drainJobs waits, untimed, for the fan-out jobs of the follows made so far
+// to be worked, so that the next measurement does not start behind them
+// (the API sheds while fan-out lags: --max-lag).
+func drainJobs(ctx context.Context, env *Env) error {
+	if env.Jobs == nil {
+		return nil
+	}
+	var n int64
+	err := poll(ctx, 100*time.Millisecond, 10*time.Minute, func() (bool, error) {
+		var err error
+		n, err = env.Jobs(ctx)
+		return n == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the fan-out jobs (%d left): %w", n, err)
+	}
+	return nil
 }
 
 // closedLoop runs opt.Clients clients calling op (client j, its own random
