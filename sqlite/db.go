@@ -84,7 +84,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous level: "FULL" (the default: a
 	// committed transaction survives a power loss, as WAL mode syncs the
 	// log at every commit) or "NORMAL" (faster: the last commits before a
-	// power loss may be lost, though the database stays consistent).
+	// power loss may be lost, though the database stays consistent). With
+	// FULL, writes made at the same time share commits, and so the sync
+	// (commit.go).
 	Synchronous string
 }
 
