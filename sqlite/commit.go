@@ -56,7 +56,7 @@ type result struct {
 
 // committer is the queue of a DB's writes. At most one goroutine leads:
 // it runs batches from the front of the queue, and when its own write is
-// finished it hands the lead to the first write still waiting, if any.
+// finished it makes the first write still waiting the leader, if any.
 type committer struct {
 	mu      sync.Mutex
 	queue   []*write
@@ -121,7 +121,7 @@ func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-// handOff gives the lead to the first waiting write, or ends it. c.mu held.
+// handOff makes the first waiting write the leader, or ends leading. c.mu held.
 func (c *committer) handOff() {
 	if len(c.queue) == 0 {
 		c.leading = false
@@ -130,7 +130,7 @@ func (c *committer) handOff() {
 	c.queue[0].done <- result{lead: true}
 }
 
-// leave takes w out of the queue, passing on the lead if w had just been
+// leave takes w out of the queue, passing the leader's role on if w had just been
 // given it, and reports whether w was still queued (not in a batch).
 func (c *committer) leave(w *write) bool {
 	c.mu.Lock()
