@@ -64,14 +64,15 @@ type DB struct {
 	// not belong to its feedd.db and emptied (see DB.pair).
 	Regenerated bool
 
-	// gate lets one of feedd's own writes at a time wait for the writer
-	// connection; the others wait here, in order. River's queries (fetch,
+	// commit queues feedd's own writes (commit.go): only the one running
+	// them waits for the writer connection, the others wait in order, and
+	// those queued together share a commit. River's queries (fetch,
 	// complete) use the pool directly, so the job queue never waits behind
-	// more than one API write. Without it, the pool handed the connection to
-	// a random one of its waiters, and with the API's writes queued there
-	// the workers' fetch waited its turn among all of them: under load the
-	// fan-out stopped while the API still said yes (BENCHMARKS.md, "Overload").
-	gate chan struct{}
+	// more than one batch of API writes. Were the API's writes queued in
+	// the pool, which hands the connection to a random one of its waiters,
+	// the workers' fetch would wait its turn among all of them: under load
+	// the fan-out stopped while the API still said yes (BENCHMARKS.md, "Overload").
+	commit committer
 
 	// stmts holds the read pool's prepared statements by their text (see
 	// read): every query feedd reads with is a constant, so it stays small.
@@ -83,7 +84,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous level: "FULL" (the default: a
 	// committed transaction survives a power loss, as WAL mode syncs the
 	// log at every commit) or "NORMAL" (faster: the last commits before a
-	// power loss may be lost, though the database stays consistent).
+	// power loss may be lost, though the database stays consistent). With
+	// FULL, writes made at the same time share commits, and so the sync
+	// (commit.go).
 	Synchronous string
 }
 
@@ -167,7 +170,7 @@ func openFile(ctx context.Context, path string, o Options, schema migrations) (*
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Write: w, gate: make(chan struct{}, 1)}
+	db := &DB{Path: path, Write: w}
 	if err := db.migrate(ctx, schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
@@ -276,51 +279,15 @@ func (db *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	return s, nil
 }
 
-// enterWrite waits for feedd's turn at the writer (see DB.gate) and
-// returns the function that gives it back.
-func (db *DB) enterWrite(ctx context.Context) (func(), error) {
-	select {
-	case db.gate <- struct{}{}:
-		return func() { <-db.gate }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// exec runs one write statement, in its turn at the writer.
+// exec runs one write statement, as a transaction of tx.
 func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	leave, err := db.enterWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	return db.Write.ExecContext(ctx, query, args...)
-}
-
-// tx runs fn in a write transaction, in its turn at the writer, and
-// commits it if fn returns nil.
-func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	leave, err := db.enterWrite(ctx)
-	if err != nil {
+	var res sql.Result
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, query, args...)
 		return err
-	}
-	defer leave()
-	tx, err := db.Write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer db.enqueuedIn.Delete(tx)
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if _, ok := db.enqueuedIn.Load(tx); ok && db.Enqueued != nil {
-		db.Enqueued()
-	}
-	return nil
+	})
+	return res, err
 }
 
 // idList encodes ids as a JSON array: queries take a whole list as one

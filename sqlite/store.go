@@ -111,6 +111,7 @@ func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Tim
 func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
 	var refusal error
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		refusal = nil // fn may run again (DB.tx)
 		var hash string
 		var expires int64
 		var tries int
@@ -313,6 +314,7 @@ func likablePost(ctx context.Context, tx *sql.Tx, postID, userID int64) (int64, 
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		liked = false // fn may run again (DB.tx)
 		author, err := likablePost(ctx, tx, postID, userID)
 		if err != nil {
 			return err

@@ -36,6 +36,8 @@ Usage:
   feedd bench stream  [flags]   live stream: event latency after publish, memory of --streams idle streams
   feedd bench mixed   [flags]   open-loop mixed traffic at --rate: latency, shedding and feed freshness
   feedd bench rank    [flags]   NDCG@10 of the ranked timeline against the chronological one, and page latency
+  feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
+                                follows each), likes/s and follows/s, --concurrency clients, closed loop
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -45,7 +47,9 @@ afterwards. Without --redis-url the inboxes are in the database. Redis keys
 go under a prefix of the run's own, deleted afterwards. The benchmarks
 measure push fan-out: --pull-threshold is 0 unless given. Their server does
 not shed load (--max-reads, --max-writes and --max-lag are 0 unless given),
-except in mixed, which counts the requests shed. Results go to stdout
+except in mixed, which counts the requests shed. 'writes' turns the login
+limits (--code-limit-*, --login-fail-limit-client) off unless given, and
+measures the SQLite durability of --sqlite-synchronous. Results go to stdout
 (one JSON object with --json), progress to stderr. BENCHMARKS.md has the
 figures of the development machine and the commands that made them.
 
@@ -86,17 +90,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed or rank")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank or writes")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed or rank)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank or writes)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -113,7 +117,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	set := explicit(fs)
+	c.synchronous = strings.ToUpper(c.synchronous)
 	switch {
+	case c.synchronous != "FULL" && c.synchronous != "NORMAL":
+		return errors.New("--sqlite-synchronous must be FULL or NORMAL")
 	case c.redisCluster != "":
 		return errors.New("feedd bench runs against one Redis node: use --redis-url")
 	case sub == "memory" && c.redisURL == "":
@@ -131,6 +138,22 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if sub == "mixed" && !set["users"] {
 		bf.users = 100
+	}
+	if sub == "writes" {
+		if !set["users"] {
+			bf.users = 10_000
+		}
+		if !set["concurrency"] {
+			bf.concurrency = 32
+		}
+		// One client address signs up every user: the login limits would
+		// refuse it, and they are not what is measured.
+		for name, l := range map[string]*feed.Limit{"code-limit-client": &c.limits.CodePerClient, "code-limit-total": &c.limits.CodeTotal,
+			"code-limit-phone": &c.limits.CodePerPhone, "login-fail-limit-client": &c.limits.FailsPerClient} {
+			if !set[name] {
+				*l = feed.Limit{}
+			}
+		}
 	}
 	if !set["pull-threshold"] {
 		// The benchmarks measure push: fan-out to every follower. With the
@@ -219,6 +242,19 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer s.Close()
 		}
 		env.Service = a.service
+		if a.jobCounts != nil {
+			jobCounts := a.jobCounts
+			env.Jobs = func(ctx context.Context) (int64, error) {
+				counts, err := jobCounts(ctx)
+				var n int64
+				for _, c := range counts {
+					if c.State != "discarded" && c.State != "cancelled" {
+						n += c.Jobs
+					}
+				}
+				return n, err
+			}
+		}
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health
@@ -349,6 +385,19 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "writes":
+		sync := ""
+		if c.databaseURL == "" {
+			sync = c.synchronous
+		}
+		r, err := bench.Writes(ctx, env, bench.WritesOptions{
+			Users: bf.users, Clients: bf.concurrency, Duration: bf.duration, Runs: bf.runs, Synchronous: sync, CPUProfile: bf.cpuProfile,
+		})
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -390,11 +439,11 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
 	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
 	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
-	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given)")
+	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given)")
 	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
-	fs.IntVar(&bf.concurrency, "concurrency", 64, "read: concurrent clients")
-	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled")
+	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
@@ -407,7 +456,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
 	return fs, func(fs *flag.FlagSet) map[string]bool {

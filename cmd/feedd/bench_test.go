@@ -162,6 +162,8 @@ func TestBenchBadInput(t *testing.T) {
 		{"bench", "memory"}, // needs --redis-url
 		{"bench", "fanout", "--redis-cluster", "127.0.0.1:1"},
 		{"bench", "fanout", "--followers", "0"},
+		{"bench", "writes", "--sqlite-synchronous", "off"},
+		{"bench", "writes", "--users", "3", "--concurrency", "4"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, func(string) string { return "" }, &out, &out); err == nil {
@@ -206,4 +208,22 @@ func TestBenchMixedPostgresApart(t *testing.T) {
 	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
 		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart"))
 	noKeysLeft(t, url, prefix)
+}
+
+// TestBenchWrites runs the small-writes benchmark end to end: every call
+// of it must succeed (the benchmark fails on any other answer), with the
+// lowered synchronous level named in the report.
+func TestBenchWrites(t *testing.T) {
+	out := runBenchJSON(t, "writes", "--users", "40", "--concurrency", "4", "--duration", "300ms", "--runs", "2", "--sqlite-synchronous", "normal")
+	for _, f := range []string{"setup_s", "likes_per_s", "likes_p50_ms", "likes_p99_ms", "follows_per_s", "follows_p50_ms", "follows_p99_ms"} {
+		if x, ok := out[f].(float64); !ok || x <= 0 {
+			t.Errorf("%s = %v, want a positive number", f, out[f])
+		}
+	}
+	if out["users"] != 40.0 || out["clients"] != 4.0 || out["synchronous"] != "NORMAL" {
+		t.Errorf("users %v, clients %v, synchronous %v; want 40, 4, NORMAL", out["users"], out["clients"], out["synchronous"])
+	}
+	if runs, _ := out["runs"].([]any); len(runs) != 2 {
+		t.Errorf("runs %v, want 2", out["runs"])
+	}
 }

@@ -68,6 +68,10 @@ type Env struct {
 	// samples of a long run.
 	Gauges func(context.Context) (map[string]float64, error)
 
+	// Jobs is the number of fan-out jobs not yet finished (waiting,
+	// running or to be retried); nil where unknown.
+	Jobs func(ctx context.Context) (int64, error)
+
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer
 	// Now is the clock (time.Now if nil).
