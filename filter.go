@@ -97,7 +97,12 @@ func MatchesMutedWord(text, word string) bool {
 	if word == "" {
 		return false
 	}
-	text = foldString(text)
+	return matchFolded(foldString(text), word)
+}
+
+// matchFolded is MatchesMutedWord of a text already folded: the rule, one
+// word at a time. Feeds match all of a reader's words at once (wordMatcher).
+func matchFolded(text, word string) bool {
 	if strings.IndexFunc(word, unspacedRune) >= 0 {
 		return strings.Contains(text, word)
 	}
@@ -118,16 +123,6 @@ func MatchesMutedWord(text, word string) bool {
 	return false
 }
 
-// mutedBy reports whether the post v is hidden by one of words.
-func mutedBy(v *PostView, words []string) bool {
-	for _, w := range words {
-		if MatchesMutedWord(v.Title, w) || MatchesMutedWord(v.Content, w) {
-			return true
-		}
-	}
-	return false
-}
-
 func wordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
 }
@@ -140,20 +135,6 @@ func unspacedRune(r rune) bool {
 
 // inWord reports whether r continues a word of a spaced script.
 func inWord(r rune) bool { return r != utf8.RuneError && wordRune(r) && !unspacedRune(r) }
-
-// foldString maps every rune to one canonical form of all its case
-// variants: the lower case of the smallest rune of its simple case folding
-// orbit (so "Σ", "σ" and "ς" all become "σ", and the folded form reads as
-// lower case).
-func foldString(s string) string {
-	return strings.Map(func(r rune) rune {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		return unicode.ToLower(m)
-	}, s)
-}
 
 // filterViews drops from views the posts viewerID must not see: hidden by
 // moderation, or matching one of the viewer's muted words. The viewer's own
@@ -170,8 +151,9 @@ func (s *Service) filterViews(ctx context.Context, viewerID int64, views []PostV
 	if err != nil {
 		return nil, err
 	}
+	m := newWordMatcher(words)
 	return slices.DeleteFunc(views, func(v PostView) bool {
-		return v.UserID != viewerID && (hidden[v.ID] || mutedBy(&v, words))
+		return v.UserID != viewerID && (hidden[v.ID] || m.mutes(&v))
 	}), nil
 }
 
