@@ -86,6 +86,9 @@ type LoginLimits struct {
 	CodeTotal      Limit // codes sent in total
 	CodePerPhone   Limit // codes sent per phone (besides CodeResendAfter)
 	FailsPerClient Limit // failed logins per client address
+	// CodePerPhoneClient: codes sent to one phone at the request of one
+	// client address, so that no address spends much of CodePerPhone.
+	CodePerPhoneClient Limit
 }
 
 // DefaultLoginLimits are the limits the command starts with.
@@ -94,6 +97,8 @@ var DefaultLoginLimits = LoginLimits{
 	CodeTotal:      Limit{600, time.Minute},
 	CodePerPhone:   Limit{10, 24 * time.Hour},
 	FailsPerClient: Limit{20, 10 * time.Minute},
+
+	CodePerPhoneClient: Limit{3, 24 * time.Hour},
 }
 
 // RateStore counts events in fixed windows anchored at each key's first

@@ -67,6 +67,11 @@ type config struct {
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
 
+	// Reports and login codes against abuse by other users (docs/API.md,
+	// "Reports"; docs/operations.md, "Login codes").
+	reportMinAge time.Duration
+	reportLimit  feed.Limit
+
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
 	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
@@ -147,6 +152,12 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	dur(&c.maxLag, "max-lag", "FEED_MAX_LAG", defaultMaxLag, "fan-out lag (oldest new post not yet being delivered) above which a process that also works jobs tightens --max-reads and --max-writes until fan-out catches up (0: never)")
 	declareRankFlags(fs, c, fromEnv, help)
+
+	// Reports and login codes against abuse by other users.
+	dur(&c.reportMinAge, "report-min-age", "FEED_REPORT_MIN_AGE", feed.DefaultReportMinAge, "reports count toward hiding a post only from accounts at least this old (0: any age)")
+	c.reportLimit = feed.DefaultReportLimit
+	limit(&c.reportLimit, "report-limit", "FEED_REPORT_LIMIT", "reports one user may file")
+	limit(&c.limits.CodePerPhoneClient, "code-limit-phone-client", "FEED_CODE_LIMIT_PHONE_CLIENT", "login codes one client address may have sent to one phone")
 	return fs, errors.Join(errs...)
 }
 
@@ -216,6 +227,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--rescue-after must be at least --job-timeout")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
+	case c.reportMinAge < 0:
+		return nil, fmt.Errorf("--report-min-age must not be negative")
 	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:
 		return nil, fmt.Errorf("--max-reads, --max-writes, --shed-wait and --max-lag must not be negative")
 	}
