@@ -104,8 +104,8 @@ func (s logSender) SendCode(ctx context.Context, phone, code string, expires tim
 // "expires_at"} with X-Feedd-Timestamp: <Unix seconds> and
 // X-Feedd-Signature: sha256=<hex HMAC-SHA256 keyed with secret of the
 // timestamp, ".", and the body>, so a receiver that refuses old timestamps
-// cannot be replayed a captured request (docs/operations.md, "Login code
-// webhook"). It follows no redirect (a 3xx is a failure: the code goes to
+// cannot be replayed a captured request (docs/operations.md, "Login
+// codes"). It follows no redirect (a 3xx is a failure: the code goes to
 // the configured URL or nowhere), and the URL is https unless it is on
 // loopback (checkAbuse). Any answer but 2xx within the timeout is a
 // failure. It never writes the code anywhere else.

@@ -17,7 +17,7 @@ import (
 )
 
 // verifyWebhook is the check of the receiver example in
-// docs/operations.md ("Login code webhook"), as a function: the
+// docs/operations.md ("Login codes"), as a function: the
 // signature covers the timestamp and the body, and the timestamp is at
 // most 5 minutes from now.
 func verifyWebhook(secret []byte, h http.Header, body []byte, now time.Time) error {
