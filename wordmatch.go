@@ -126,13 +126,18 @@ func (m *wordMatcher) match(text string) bool {
 	n := int32(0)
 	for i := 0; i < len(text); i++ {
 		b := text[i]
-		for {
-			c := m.child(n, b)
-			if c != 0 || n == 0 {
+		for n != 0 {
+			if c := m.child(n, b); c != 0 {
 				n = c
 				break
 			}
 			n = m.fail[n]
+		}
+		if n == 0 {
+			n = m.root[b] // most bytes of a text that matches nothing
+			if n == 0 {
+				continue
+			}
 		}
 		for f := n; f != 0; f = m.dict[f] {
 			if w := m.word[f]; w >= 0 && m.found(text, int(w), i+1) {
