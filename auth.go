@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"math/big"
 	"regexp"
@@ -34,7 +35,8 @@ type AuthStore interface {
 	SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error
 	// ConsumeCode checks codeHash against phone's live code and deletes the
 	// code when it matches. A mismatch counts a try; the code is burned after
-	// maxTries. EINVALID when there is no live code or it does not match.
+	// maxTries. EINVALID when there is no live code or it does not match;
+	// ErrCodeBurned for the try that burns it.
 	ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error
 	// CreateSession stores a session that expires at expires. now is the
 	// caller's clock: stores that sweep expired sessions judge by it.
@@ -46,6 +48,11 @@ type AuthStore interface {
 	// DeleteSession ends a session. Idempotent.
 	DeleteSession(ctx context.Context, tokenHash string) error
 }
+
+// ErrCodeBurned is AuthStore.ConsumeCode's refusal of the wrong try that
+// burns a code (the CodeMaxTries-th): an EINVALID like any wrong try, told
+// apart so that the burned code's unit of the phone's quota is given back.
+var ErrCodeBurned = &Error{Code: EINVALID, Message: "the code is wrong; it is burned"}
 
 // CodeSender delivers login codes to a phone.
 type CodeSender interface {
@@ -112,36 +119,62 @@ func (s *Service) randomString(n int, alphabet string) (string, error) {
 // SendCode creates a 6-digit one-time code for phone and sends it.
 // EINVALID for a malformed phone, ECONFLICT if asked again within a minute,
 // ETOOMANY over a limit of s.Limits (per client address of ctx, see
-// WithClient; per phone; in total), EUNAVAILABLE when the sender failed
-// (the code is then deleted: the phone may ask again at once).
+// WithClient; per phone; per phone and client address; in total),
+// EUNAVAILABLE when the sender failed (the code is then deleted: the phone
+// may ask again at once).
+//
+// The phone's quota, the client address's share of it and the total budget
+// are reserved before the code is saved and given back when none is (a
+// limit refuses, or the resend rule does): only codes sent spend them, and
+// concurrent requests cannot overshoot them. A code burned by wrong tries
+// gives its unit of the phone's quota back (Login), so others' guesses do
+// not spend a phone's codes; the address's share keeps it, so one address
+// cannot make a phone spend more than that share a window.
 func (s *Service) SendCode(ctx context.Context, phone string) error {
 	if !ValidPhone(phone) {
 		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
-	if c := Client(ctx); c != "" {
+	c := Client(ctx)
+	if c != "" {
 		if err := s.hit(ctx, "code:client:"+c, s.Limits.CodePerClient, 1, "code requests from your address"); err != nil {
 			return err
 		}
 	}
-	// The phone's quota is checked here and spent only by a code actually
-	// saved: refused resends do not use it up.
-	phoneKey := "code:phone:" + phone
-	if err := s.hit(ctx, phoneKey, s.Limits.CodePerPhone, 0, "codes for this phone"); err != nil {
-		return err
+	type quota struct {
+		key   string
+		limit Limit
+		what  string
 	}
-	if err := s.hit(ctx, "code:total", s.Limits.CodeTotal, 1, "code requests; the service is busy"); err != nil {
-		return err
+	quotas := []quota{{codePhoneKey(phone), s.Limits.CodePerPhone, "codes for this phone"}}
+	if c != "" {
+		quotas = append(quotas, quota{codePhoneKey(phone) + ":client:" + c, s.Limits.CodePerPhoneClient, "codes for this phone from your address"})
+	}
+	quotas = append(quotas, quota{"code:total", s.Limits.CodeTotal, "code requests; the service is busy"})
+	reserved := 0
+	giveBack := func() {
+		for _, q := range quotas[:reserved] {
+			s.refund(ctx, q.key, q.limit)
+		}
+	}
+	for _, q := range quotas {
+		err := s.hit(ctx, q.key, q.limit, 1, q.what)
+		if err == nil || ErrorCode(err) == ETOOMANY {
+			reserved++ // counted, also when over the limit
+		}
+		if err != nil {
+			giveBack()
+			return err
+		}
 	}
 	code, err := s.randomString(6, "0123456789")
 	if err != nil {
+		giveBack()
 		return err
 	}
 	now := s.now()
 	hash := s.codeHash(phone, code)
 	if err := s.Auth.SaveCode(ctx, phone, hash, now, CodeTTL, CodeResendAfter); err != nil {
-		return err
-	}
-	if err := s.hit(ctx, phoneKey, s.Limits.CodePerPhone, 1, "codes for this phone"); err != nil && ErrorCode(err) != ETOOMANY {
+		giveBack()
 		return err
 	}
 	if err := s.Codes.SendCode(ctx, phone, code, now.Add(CodeTTL)); err != nil {
@@ -157,11 +190,17 @@ func (s *Service) SendCode(ctx context.Context, phone string) error {
 	return nil
 }
 
+// codePhoneKey is the rate key of phone's quota of codes.
+func codePhoneKey(phone string) string { return "code:phone:" + phone }
+
 // Login checks a code and returns a new session token, creating the user on
 // first login. EINVALID for a malformed phone or a wrong, expired, burned or
 // missing code (one sentence for all). ETOOMANY when the client address of
 // ctx is over s.Limits.FailsPerClient: the code is then not looked at, so
-// such refusals do not count against the phone's code.
+// such refusals do not count against the phone's code. Each login reserves
+// a failure of its address before the code is checked and gives it back
+// when the code matched, so concurrent wrong guesses cannot pass the limit.
+// A wrong try that burns the code gives the phone's quota its unit back.
 func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
@@ -169,21 +208,28 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 	client := Client(ctx)
 	failKey := "login:fail:client:" + client
 	if client != "" {
-		if err := s.hit(ctx, failKey, s.Limits.FailsPerClient, 0, "failed logins from your address"); err != nil {
+		if err := s.hit(ctx, failKey, s.Limits.FailsPerClient, 1, "failed logins from your address"); err != nil {
+			if ErrorCode(err) == ETOOMANY {
+				s.refund(ctx, failKey, s.Limits.FailsPerClient) // refused unseen: not a failure
+			}
 			return "", err
 		}
 	}
 	now := s.now()
 	if err := s.Auth.ConsumeCode(ctx, phone, s.codeHash(phone, code), now, CodeMaxTries); err != nil {
 		if ErrorCode(err) != EINVALID {
+			if client != "" {
+				s.refund(ctx, failKey, s.Limits.FailsPerClient)
+			}
 			return "", err
 		}
-		if client != "" {
-			if herr := s.hit(ctx, failKey, s.Limits.FailsPerClient, 1, "failed logins from your address"); herr != nil && ErrorCode(herr) != ETOOMANY {
-				return "", herr
-			}
+		if errors.Is(err, ErrCodeBurned) {
+			s.refund(ctx, codePhoneKey(phone), s.Limits.CodePerPhone)
 		}
 		return "", Errorf(EINVALID, codeRefusal)
+	}
+	if client != "" {
+		s.refund(ctx, failKey, s.Limits.FailsPerClient)
 	}
 	nick, err := s.randomString(10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 	if err != nil {

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -36,29 +37,48 @@ type FilterStore interface {
 	// MutedWords returns userID's muted words, sorted.
 	MutedWords(ctx context.Context, userID int64) ([]string, error)
 	// Report records reporterID's report of postID (one per reporter: a
-	// second report replaces the reason) and returns how many distinct
-	// users have reported the post since it was last restored. ENOTFOUND
-	// if the post does not exist.
-	Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time) (int, error)
+	// second report replaces the reason and the time) and, in the same
+	// transaction, hides the post when rule.Threshold reports count: those
+	// not dismissed by a restore, by reporters whose accounts were at
+	// least rule.MinAge old when they reported and who are in no block
+	// with the post's author. hidden says whether this report hid it.
+	// ENOTFOUND if the post does not exist.
+	Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time, rule ReportRule) (hidden bool, err error)
 	// SetHidden hides a post (hidden) or restores it; restoring also
-	// clears its reports, so it takes a new round of reports to hide it
-	// again. Idempotent. ENOTFOUND if the post does not exist.
+	// dismisses its reports, so it takes reports by other users to hide it
+	// again (a dismissed report stays dismissed when its reporter reports
+	// the post again). Idempotent. ENOTFOUND if the post does not exist.
 	SetHidden(ctx context.Context, postID int64, hidden bool, now time.Time) error
 	// FeedFilter returns what filters a feed page of viewerID: the
 	// viewer's muted words and which of ids are hidden. One round trip.
 	FeedFilter(ctx context.Context, viewerID int64, ids []int64) ([]string, map[int64]bool, error)
+	// Hidden returns which of ids are hidden. One round trip.
+	Hidden(ctx context.Context, ids []int64) (map[int64]bool, error)
 	// Reported lists the posts that have reports or are hidden, by post
 	// id descending, those with ids below before (0: from the newest), at
 	// most limit.
 	Reported(ctx context.Context, before int64, limit int) ([]ReportedPost, error)
 }
 
+// ReportRule is when reports hide a post (FilterStore.Report).
+type ReportRule struct {
+	Threshold int           // counted reports that hide the post
+	MinAge    time.Duration // a reporter's account age at the report for it to count
+}
+
+// DefaultReportLimit is the command's default of Service.ReportLimit, and
+// DefaultReportMinAge of Service.ReportMinAge.
+var (
+	DefaultReportLimit  = Limit{20, 24 * time.Hour}
+	DefaultReportMinAge = 24 * time.Hour
+)
+
 // ReportedPost is a post in the moderation list.
 type ReportedPost struct {
 	PostID     int64
 	AuthorID   int64
 	Title      string
-	Reports    int    // distinct reporters since the last restore
+	Reports    int    // distinct reporters since the last restore (counted or not)
 	LastReason string // the reason of the latest report ("" if none)
 	Hidden     bool
 }
@@ -97,7 +117,12 @@ func MatchesMutedWord(text, word string) bool {
 	if word == "" {
 		return false
 	}
-	text = foldString(text)
+	return matchFolded(foldString(text), word)
+}
+
+// matchFolded is MatchesMutedWord of a text already folded: the rule, one
+// word at a time. Feeds match all of a reader's words at once (wordMatcher).
+func matchFolded(text, word string) bool {
 	if strings.IndexFunc(word, unspacedRune) >= 0 {
 		return strings.Contains(text, word)
 	}
@@ -118,16 +143,6 @@ func MatchesMutedWord(text, word string) bool {
 	return false
 }
 
-// mutedBy reports whether the post v is hidden by one of words.
-func mutedBy(v *PostView, words []string) bool {
-	for _, w := range words {
-		if MatchesMutedWord(v.Title, w) || MatchesMutedWord(v.Content, w) {
-			return true
-		}
-	}
-	return false
-}
-
 func wordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
 }
@@ -140,20 +155,6 @@ func unspacedRune(r rune) bool {
 
 // inWord reports whether r continues a word of a spaced script.
 func inWord(r rune) bool { return r != utf8.RuneError && wordRune(r) && !unspacedRune(r) }
-
-// foldString maps every rune to one canonical form of all its case
-// variants: the lower case of the smallest rune of its simple case folding
-// orbit (so "Σ", "σ" and "ς" all become "σ", and the folded form reads as
-// lower case).
-func foldString(s string) string {
-	return strings.Map(func(r rune) rune {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		return unicode.ToLower(m)
-	}, s)
-}
 
 // filterViews drops from views the posts viewerID must not see: hidden by
 // moderation, or matching one of the viewer's muted words. The viewer's own
@@ -170,8 +171,9 @@ func (s *Service) filterViews(ctx context.Context, viewerID int64, views []PostV
 	if err != nil {
 		return nil, err
 	}
+	m := newWordMatcher(words)
 	return slices.DeleteFunc(views, func(v PostView) bool {
-		return v.UserID != viewerID && (hidden[v.ID] || mutedBy(&v, words))
+		return v.UserID != viewerID && (hidden[v.ID] || m.mutes(&v))
 	}), nil
 }
 
@@ -197,13 +199,14 @@ func (s *Service) reportThreshold() int {
 	return DefaultReportThreshold
 }
 
-// Report records userID's report of post id. When ReportThreshold distinct
-// users have reported it, the post is hidden from everyone but its author
-// until an admin restores it. Reporting your own post is refused.
+// Report records userID's report of post id. When ReportThreshold
+// distinct users whose reports count (ReportRule: accounts at least
+// ReportMinAge old, in no block with the author, not dismissed by an
+// earlier restore) have reported it, the post is hidden from everyone but
+// its author until an admin restores it. ENOTFOUND for a post userID is not
+// shown (shown: its author blocks userID, or it is hidden already);
+// EINVALID for your own post; ETOOMANY over ReportLimit.
 func (s *Service) Report(ctx context.Context, userID, id int64, reason string) error {
-	if err := validID("id", id); err != nil {
-		return err
-	}
 	reason = strings.TrimSpace(reason)
 	switch {
 	case reason == "":
@@ -213,20 +216,22 @@ func (s *Service) Report(ctx context.Context, userID, id int64, reason string) e
 	case utf8.RuneCountInString(reason) > MaxReportReason:
 		return Errorf(EINVALID, "reason must be at most %d characters", MaxReportReason)
 	}
-	p, err := s.Posts.Post(ctx, id)
+	p, err := s.shownPost(ctx, userID, id)
 	if err != nil {
 		return err
 	}
 	if p.UserID == userID {
 		return Errorf(EINVALID, "you cannot report your own post")
 	}
-	n, err := s.Filters.Report(ctx, id, userID, reason, s.now())
+	if err := s.hit(ctx, "report:user:"+strconv.FormatInt(userID, 10), s.ReportLimit, 1, "reports"); err != nil {
+		return err
+	}
+	hidden, err := s.Filters.Report(ctx, id, userID, reason, s.now(), ReportRule{Threshold: s.reportThreshold(), MinAge: s.ReportMinAge})
 	if err != nil {
 		return err
 	}
-	if n >= s.reportThreshold() {
-		s.log().Info("post hidden by reports", "post_id", id, "reports", n)
-		return s.Filters.SetHidden(ctx, id, true, s.now())
+	if hidden {
+		s.moderated(ctx, id, true, "reports")
 	}
 	return nil
 }
@@ -237,7 +242,21 @@ func (s *Service) Moderate(ctx context.Context, id int64, hide bool) error {
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	return s.Filters.SetHidden(ctx, id, hide, s.now())
+	if err := s.Filters.SetHidden(ctx, id, hide, s.now()); err != nil {
+		return err
+	}
+	s.moderated(ctx, id, hide, "admin")
+	return nil
+}
+
+// moderated is the one place told that post id was hidden (hidden) or
+// restored, and by what ("reports" or "admin"), after it happened.
+func (s *Service) moderated(ctx context.Context, id int64, hidden bool, by string) {
+	if hidden {
+		s.log().Info("post hidden", "post_id", id, "by", by)
+	} else {
+		s.log().Info("post restored", "post_id", id, "by", by)
+	}
 }
 
 // Reported returns a page of the posts with reports or hidden, newest

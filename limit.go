@@ -86,6 +86,9 @@ type LoginLimits struct {
 	CodeTotal      Limit // codes sent in total
 	CodePerPhone   Limit // codes sent per phone (besides CodeResendAfter)
 	FailsPerClient Limit // failed logins per client address
+	// CodePerPhoneClient: codes sent to one phone at the request of one
+	// client address, so that no address spends much of CodePerPhone.
+	CodePerPhoneClient Limit
 }
 
 // DefaultLoginLimits are the limits the command starts with.
@@ -94,16 +97,20 @@ var DefaultLoginLimits = LoginLimits{
 	CodeTotal:      Limit{600, time.Minute},
 	CodePerPhone:   Limit{10, 24 * time.Hour},
 	FailsPerClient: Limit{20, 10 * time.Minute},
+
+	CodePerPhoneClient: Limit{3, 24 * time.Hour},
 }
 
 // RateStore counts events in fixed windows anchored at each key's first
 // event.
 type RateStore interface {
-	// Count adds add (0 or more) to the counter of key and returns the
-	// count after the addition and the end of the counter's window. A key
-	// without a counter, or whose window ended at or before now, starts a
-	// window [now, now+window) with the count add (a peek, add 0, stores
-	// nothing and returns 0). Times are the caller's clock. Atomic under
+	// Count adds add to the counter of key and returns the count after the
+	// addition and the end of the counter's window. A key without a
+	// counter, or whose window ended at or before now, starts a window
+	// [now, now+window) with the count add (a peek, add 0, stores nothing
+	// and returns 0). A refund, add below 0, changes only a live window
+	// and never takes its count below 0 (without one it stores nothing
+	// and returns 0). Times are the caller's clock. Atomic under
 	// concurrent calls from any process; counters of ended windows may be
 	// dropped.
 	Count(ctx context.Context, key string, window time.Duration, now time.Time, add int) (count int, ends time.Time, err error)
@@ -130,6 +137,18 @@ func TooMany(retryAfter time.Duration, what string) *Error {
 	secs = max(secs, 1)
 	return &Error{Code: ETOOMANY, RetryAfter: time.Duration(secs) * time.Second,
 		Message: fmt.Sprintf("too many %s; wait %d seconds before trying again", what, secs)}
+}
+
+// refund gives back one event of key counted against l by hit, when the
+// window that counted it is still live. A failure is logged, not returned:
+// the caller's answer does not depend on it.
+func (s *Service) refund(ctx context.Context, key string, l Limit) {
+	if l.Off() || s.Rates == nil {
+		return
+	}
+	if _, _, err := s.Rates.Count(context.WithoutCancel(ctx), key, l.Window, s.now(), -1); err != nil {
+		s.log().Warn("refund of a rate limit", "error", err)
+	}
 }
 
 // hit counts one event (add 1) or peeks (add 0) against l for key and

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -191,6 +192,58 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 
 // Post returns one post hydrated for viewerID.
 func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, error) {
+	p, err := s.shownPost(ctx, viewerID, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Hydrate(ctx, viewerID, []*Post{p})
+	if err != nil {
+		return nil, err
+	}
+	return &v[0], nil
+}
+
+// shown drops the posts viewerID (0: anonymous) must not be shown on any
+// route: those whose author blocks viewerID (to a blocked user they are as
+// if they did not exist) and those hidden by moderation, unless viewerID
+// is their author. At most two store calls. Every route that returns a
+// post outside a feed page goes through it; feed pages apply the same
+// rules in hydrateEntries (docs/API.md, "Blocks and hidden posts").
+func (s *Service) shown(ctx context.Context, viewerID int64, posts []*Post) ([]*Post, error) {
+	if len(posts) == 0 {
+		return posts, nil
+	}
+	ids := make([]int64, 0, len(posts))
+	authors := make([]int64, 0, len(posts))
+	for _, p := range posts {
+		ids = append(ids, p.ID)
+		authors = append(authors, p.UserID)
+	}
+	hidden, err := s.Filters.Hidden(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var blocked map[int64]bool
+	if viewerID > 0 {
+		if blocked, err = s.Social.BlockedBy(ctx, viewerID, authors); err != nil {
+			return nil, err
+		}
+	}
+	if len(hidden) == 0 && len(blocked) == 0 {
+		return posts, nil
+	}
+	out := make([]*Post, 0, len(posts))
+	for _, p := range posts {
+		if !blocked[p.UserID] && (!hidden[p.ID] || p.UserID == viewerID) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// shownPost returns post id as viewerID may see it: ENOTFOUND when there
+// is none, or when shown leaves it out.
+func (s *Service) shownPost(ctx context.Context, viewerID, id int64) (*Post, error) {
 	if err := validID("id", id); err != nil {
 		return nil, err
 	}
@@ -198,40 +251,13 @@ func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, erro
 	if err != nil {
 		return nil, err
 	}
-	shown, err := s.notBlocked(ctx, viewerID, []*Post{p})
+	ps, err := s.shown(ctx, viewerID, []*Post{p})
 	if err != nil {
 		return nil, err
-	} else if len(shown) == 0 {
-		return nil, ErrNotFound("post") // its author blocks the viewer
+	} else if len(ps) == 0 {
+		return nil, ErrNotFound("post")
 	}
-	v, err := s.Hydrate(ctx, viewerID, shown)
-	if err != nil {
-		return nil, err
-	}
-	return &v[0], nil
-}
-
-// notBlocked drops the posts whose authors block viewerID: to a blocked
-// user they are as if they did not exist. One store call.
-func (s *Service) notBlocked(ctx context.Context, viewerID int64, posts []*Post) ([]*Post, error) {
-	if viewerID <= 0 || len(posts) == 0 {
-		return posts, nil
-	}
-	authors := make([]int64, 0, len(posts))
-	for _, p := range posts {
-		authors = append(authors, p.UserID)
-	}
-	blocked, err := s.Social.BlockedBy(ctx, viewerID, authors)
-	if err != nil || len(blocked) == 0 {
-		return posts, err
-	}
-	out := make([]*Post, 0, len(posts))
-	for _, p := range posts {
-		if !blocked[p.UserID] {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return p, nil
 }
 
 // DeletePost deletes a post of userID. ENOTFOUND, EFORBIDDEN.
@@ -271,17 +297,23 @@ func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) erro
 	return nil
 }
 
-// Likers returns the first LikersShown users who liked post id, earliest first.
-func (s *Service) Likers(ctx context.Context, id int64) ([]*User, error) {
-	if err := validID("id", id); err != nil {
-		return nil, err
-	}
-	if _, err := s.Posts.Post(ctx, id); err != nil {
+// Likers returns the first LikersShown users who liked post id, earliest
+// first, as viewerID may see them: ENOTFOUND for a post viewerID is not
+// shown (shown), and likers who block viewerID are left out.
+func (s *Service) Likers(ctx context.Context, viewerID, id int64) ([]*User, error) {
+	if _, err := s.shownPost(ctx, viewerID, id); err != nil {
 		return nil, err
 	}
 	ids, err := s.Posts.Likers(ctx, id, LikersShown)
 	if err != nil {
 		return nil, err
+	}
+	if viewerID > 0 && len(ids) > 0 {
+		blocking, err := s.Social.BlockedBy(ctx, viewerID, ids)
+		if err != nil {
+			return nil, err
+		}
+		ids = slices.DeleteFunc(ids, func(id int64) bool { return blocking[id] })
 	}
 	return s.usersInOrder(ctx, ids)
 }
@@ -307,7 +339,7 @@ func (s *Service) PostsOfUser(ctx context.Context, viewerID, authorID int64, cur
 	if err != nil {
 		return nil, err
 	}
-	if posts, err = s.notBlocked(ctx, viewerID, posts); err != nil {
+	if posts, err = s.shown(ctx, viewerID, posts); err != nil {
 		return nil, err
 	}
 	return s.Hydrate(ctx, viewerID, posts)
@@ -328,6 +360,11 @@ func (s *Service) UserPosts(ctx context.Context, viewerID, authorID int64, after
 	if _, err := s.Users.User(ctx, authorID); err != nil {
 		return nil, err
 	}
+	if blocks, err := s.Social.BlockedBy(ctx, viewerID, []int64{authorID}); err != nil {
+		return nil, err
+	} else if blocks[authorID] {
+		return &Page{List: []PostView{}}, nil // as if the author had no posts
+	}
 	b := Top()
 	if after != nil {
 		b = After(*after)
@@ -342,6 +379,11 @@ func (s *Service) UserPosts(ctx context.Context, viewerID, authorID int64, after
 		posts = posts[:limit]
 		next := posts[limit-1].Entry()
 		page.Next = &next
+	}
+	// The cursor is the last post read, shown or not, so a page of
+	// hidden posts does not end the scroll.
+	if posts, err = s.shown(ctx, viewerID, posts); err != nil {
+		return nil, err
 	}
 	if page.List, err = s.Hydrate(ctx, viewerID, posts); err != nil {
 		return nil, err
@@ -359,7 +401,7 @@ func (s *Service) HotPosts(ctx context.Context, viewerID int64, current int) ([]
 	if err != nil {
 		return nil, err
 	}
-	if posts, err = s.notBlocked(ctx, viewerID, posts); err != nil {
+	if posts, err = s.shown(ctx, viewerID, posts); err != nil {
 		return nil, err
 	}
 	return s.Hydrate(ctx, viewerID, posts)

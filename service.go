@@ -51,6 +51,11 @@ type Service struct {
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int
+	// ReportMinAge: only reports by accounts at least this old when they
+	// report count toward ReportThreshold (0: any age).
+	ReportMinAge time.Duration
+	// ReportLimit bounds the reports one user files (off: no limit).
+	ReportLimit Limit
 	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
 	// their inbox is regenerated when they come back (0: nobody is skipped).
 	ActiveWindow time.Duration

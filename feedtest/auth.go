@@ -1,6 +1,7 @@
 package feedtest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -48,9 +49,18 @@ func testCodes(t *testing.T, b *Backend) {
 	d := phone(4)
 	must(t, save(d, "424242", 0), "SaveCode")
 	for i := 0; i < tries; i++ {
-		wantCode(t, consume(d, fmt.Sprintf("00000%d", i), time.Second), feed.EINVALID, "ConsumeCode of a wrong code")
+		err := consume(d, fmt.Sprintf("00000%d", i), time.Second)
+		wantCode(t, err, feed.EINVALID, "ConsumeCode of a wrong code")
+		// The try that burns it says so (the phone's quota gets the code back).
+		if burned := errors.Is(err, feed.ErrCodeBurned); burned != (i == tries-1) {
+			t.Fatalf("wrong try %d of %d: ErrCodeBurned = %v", i+1, tries, burned)
+		}
 	}
-	wantCode(t, consume(d, "424242", 2*time.Second), feed.EINVALID, "ConsumeCode of a burned code")
+	err := consume(d, "424242", 2*time.Second)
+	wantCode(t, err, feed.EINVALID, "ConsumeCode of a burned code")
+	if errors.Is(err, feed.ErrCodeBurned) {
+		t.Fatal("a try after the burn is ErrCodeBurned again")
+	}
 	// A burned code does not hold the resend rule: the owner may ask for a
 	// new code at once, and it starts with no tries counted.
 	must(t, save(d, "515151", 3*time.Second), "SaveCode at once after burning")

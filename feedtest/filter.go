@@ -55,45 +55,67 @@ func testMutedWords(t *testing.T, b *Backend) {
 	wantCode(t, b.Filters.SetMutedWord(ctx, u, "onemore", true, now), feed.ECONFLICT, "a word over the limit")
 }
 
+// testReports: a report counts toward hiding its post only when it is not
+// dismissed by a restore, its reporter's account was old enough when it
+// reported, and neither the reporter nor the author blocks the other; the
+// report that reaches the threshold hides the post, in the same call.
 func testReports(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	now := base()
-	ids := newUsers(t, b, 4, now)
-	author := ids[0]
+	old := now.Add(-48 * time.Hour)
+	author := newUser(t, b, 1, old).ID
+	r1, r2, r3, r4, r5 := newUser(t, b, 2, old).ID, newUser(t, b, 3, old).ID, newUser(t, b, 4, old).ID, newUser(t, b, 5, old).ID, newUser(t, b, 6, old).ID
+	young, young2, r6 := newUser(t, b, 7, now).ID, newUser(t, b, 10, now).ID, newUser(t, b, 11, old).ID
+	blocked, blocking := newUser(t, b, 8, old).ID, newUser(t, b, 9, old).ID
+	must(t, b.Social.SetBlock(ctx, author, blocked, true, now), "SetBlock")
+	must(t, b.Social.SetBlock(ctx, blocking, author, true, now), "SetBlock")
 	p := &feed.Post{UserID: author, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	q := &feed.Post{UserID: author, Title: "u", Content: "c", CreatedAt: now, UpdatedAt: now}
 	must(t, b.Posts.CreatePost(ctx, p), "CreatePost")
 	must(t, b.Posts.CreatePost(ctx, q), "CreatePost")
-	for i, want := range []int{1, 1, 2, 3} {
-		reporter := ids[1+max(i-1, 0)]
-		n, err := b.Filters.Report(ctx, p.ID, reporter, fmt.Sprintf("reason %d", i), now.Add(time.Duration(i)*time.Millisecond))
+	rule := feed.ReportRule{Threshold: 3, MinAge: 24 * time.Hour}
+	isHidden := func(id int64) bool {
+		t.Helper()
+		h, err := b.Filters.Hidden(ctx, []int64{id, q.ID + 1000})
+		must(t, err, "Hidden")
+		_, fh, err := b.Filters.FeedFilter(ctx, r1, []int64{id})
+		must(t, err, "FeedFilter")
+		if h[id] != fh[id] || len(h) > 1 {
+			t.Fatalf("Hidden = %v, FeedFilter = %v: they disagree", h, fh)
+		}
+		return h[id]
+	}
+	report := func(by int64, at time.Time, reason string, want bool) {
+		t.Helper()
+		hid, err := b.Filters.Report(ctx, p.ID, by, reason, at, rule)
 		must(t, err, "Report")
-		if n != want {
-			t.Fatalf("report %d: %d distinct reporters, want %d", i, n, want)
+		if hid != want {
+			t.Fatalf("report by %d (%s): hid the post = %v, want %v", by, reason, hid, want)
 		}
 	}
-	_, err := b.Filters.Report(ctx, 1<<40, ids[1], "x", now)
+	// Two that count (r1 twice is one), and three that do not.
+	for i, by := range []int64{r1, r1, young, blocked, blocking, r2} {
+		report(by, now.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("reason %d", i), false)
+	}
+	if isHidden(p.ID) {
+		t.Fatal("hidden by two counted reports")
+	}
+	report(r3, now.Add(10*time.Millisecond), "reason 10", true)
+	if !isHidden(p.ID) {
+		t.Fatal("not hidden by three counted reports")
+	}
+	report(r4, now.Add(11*time.Millisecond), "reason 11", false) // hidden already
+	_, err := b.Filters.Report(ctx, 1<<40, r1, "x", now, rule)
 	wantCode(t, err, feed.ENOTFOUND, "report of a missing post")
 	wantCode(t, b.Filters.SetHidden(ctx, 1<<40, true, now), feed.ENOTFOUND, "hide a missing post")
 
-	_, hidden, err := b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID, q.ID})
-	must(t, err, "FeedFilter")
-	if len(hidden) != 0 {
-		t.Fatalf("hidden before SetHidden: %v", hidden)
-	}
-	must(t, b.Filters.SetHidden(ctx, p.ID, true, now), "SetHidden")
-	must(t, b.Filters.SetHidden(ctx, p.ID, true, now), "SetHidden again")
-	_, hidden, err = b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID, q.ID})
-	must(t, err, "FeedFilter")
-	if !hidden[p.ID] || hidden[q.ID] {
-		t.Fatalf("hidden = %v, want only %d", hidden, p.ID)
-	}
 	must(t, b.Filters.SetHidden(ctx, q.ID, true, now), "SetHidden without reports")
+	must(t, b.Filters.SetHidden(ctx, q.ID, true, now), "SetHidden again")
 	list, err := b.Filters.Reported(ctx, 0, 10)
 	must(t, err, "Reported")
 	want := []feed.ReportedPost{
 		{PostID: q.ID, AuthorID: author, Title: "u", Hidden: true},
-		{PostID: p.ID, AuthorID: author, Title: "t", Reports: 3, LastReason: "reason 3", Hidden: true},
+		{PostID: p.ID, AuthorID: author, Title: "t", Reports: 7, LastReason: "reason 11", Hidden: true},
 	}
 	if !slices.Equal(list, want) {
 		t.Fatalf("Reported = %+v\nwant %+v", list, want)
@@ -101,14 +123,26 @@ func testReports(t *testing.T, b *Backend) {
 	if list, _ := b.Filters.Reported(ctx, q.ID, 10); len(list) != 1 || list[0].PostID != p.ID {
 		t.Fatalf("Reported before %d = %+v, want post %d alone", q.ID, list, p.ID)
 	}
-	// Restoring clears the reports: it takes a new round to hide it again.
+
+	// Restoring dismisses the reports it had, also when their reporters
+	// report again; new reporters hide it again, among them an account
+	// that was too young to count then and is old enough now.
 	must(t, b.Filters.SetHidden(ctx, p.ID, false, now), "restore")
-	_, hidden, _ = b.Filters.FeedFilter(ctx, ids[1], []int64{p.ID})
-	if hidden[p.ID] {
+	if isHidden(p.ID) {
 		t.Fatal("a restored post is still hidden")
 	}
-	if n, err := b.Filters.Report(ctx, p.ID, ids[1], "again", now); err != nil || n != 1 {
-		t.Fatalf("report after restore: %d, %v; want 1 reporter", n, err)
+	if list, _ := b.Filters.Reported(ctx, q.ID, 10); len(list) != 0 {
+		t.Fatalf("Reported after the restore = %+v, want nothing", list)
+	}
+	later := now.Add(25 * time.Hour)
+	for _, by := range []int64{r1, r2, r3, r4, young} {
+		report(by, later, "again", false)
+	}
+	report(r5, later, "new", false)
+	report(r6, later, "new", false)
+	report(young2, later, "grown up", true)
+	if list, _ := b.Filters.Reported(ctx, q.ID, 10); len(list) != 1 || list[0].Reports != 3 || !list[0].Hidden {
+		t.Fatalf("Reported after new reports = %+v, want 3 reports, hidden", list)
 	}
 }
 

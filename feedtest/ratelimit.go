@@ -65,6 +65,23 @@ func testRateWindows(t *testing.T, rs feed.RateStore) {
 	if n, _ := count("b", time.Minute+w, 1); n != 1 {
 		t.Fatalf("key b after its window = %d, want 1", n)
 	}
+	// A refund takes one back from a live window, never below 0, and
+	// stores nothing without one.
+	if n, ends := count("a", later+time.Second, -1); n != 0 || !ends.Equal(start.Add(later+w)) {
+		t.Fatalf("refund = %d ending %v, want 0 ending %v", n, ends, start.Add(later+w))
+	}
+	if n, _ := count("a", later+2*time.Second, -1); n != 0 {
+		t.Fatalf("refund below 0 = %d, want 0", n)
+	}
+	if n, _ := count("a", later+3*time.Second, 1); n != 1 {
+		t.Fatalf("count after refunds = %d, want 1", n)
+	}
+	if n, _ := count("c", time.Minute, -1); n != 0 {
+		t.Fatalf("refund of a new key = %d, want 0", n)
+	}
+	if n, ends := count("c", 2*time.Minute, 1); n != 1 || !ends.Equal(start.Add(2*time.Minute+w)) {
+		t.Fatalf("first event after a refund of nothing = %d ending %v, want 1 ending %v", n, ends, start.Add(2*time.Minute+w))
+	}
 }
 
 func testRateConcurrent(t *testing.T, rs feed.RateStore) {

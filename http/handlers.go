@@ -185,7 +185,7 @@ func (s *Server) handleLikers() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		us, err := s.Service.Likers(r.Context(), id)
+		us, err := s.Service.Likers(r.Context(), userID(r), id)
 		if err != nil {
 			s.fail(w, r, err)
 			return

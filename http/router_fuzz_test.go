@@ -63,7 +63,7 @@ func FuzzRouterBodies(f *testing.F) {
 	codes := &codeBox{}
 	svc := &feed.Service{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db,
-		Inbox: &sqlite.Inbox{DB: db}, Outbox: &sqlite.Outbox{DB: db}, Codes: codes,
+		Inbox: &sqlite.Inbox{DB: db}, Outbox: &sqlite.Outbox{DB: db}, Codes: codes, Filters: db,
 	}
 	srv := httptest.NewServer((&feedhttp.Server{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	f.Cleanup(srv.Close)

@@ -378,7 +378,7 @@ func (s *Server) v1Likers() http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		us, err := s.Service.Likers(r.Context(), id)
+		us, err := s.Service.Likers(r.Context(), userID(r), id)
 		if err != nil {
 			s.v1Fail(w, r, err)
 			return

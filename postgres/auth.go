@@ -61,6 +61,7 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
 		if tries+1 >= maxTries {
 			// Burned: deleted, so the phone may ask for a new code at once.
+			refusal = feed.ErrCodeBurned
 			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
 			return err
 		}

@@ -67,9 +67,10 @@ func lockPost(ctx context.Context, tx pgx.Tx, id int64) error {
 }
 
 // Report implements feed.FilterStore. The post's row is locked, so that of
-// concurrent reports the last one counts them all.
-func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time) (int, error) {
-	var n int
+// concurrent reports the last one counts them all; the report, the count of
+// those that count (countedReports) and the hiding are one transaction.
+func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time, rule feed.ReportRule) (bool, error) {
+	var hidden bool
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockPost(ctx, tx, postID); err != nil {
 			return err
@@ -79,10 +80,29 @@ func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason strin
 			postID, reporterID, reason, now.UnixMilli()); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT count(*) FROM reports WHERE post_id = $1`, postID).Scan(&n)
+		var n int
+		if err := tx.QueryRow(ctx, countedReports, postID, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
+			return err
+		}
+		if n < rule.Threshold {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, postID, now.UnixMilli())
+		hidden = err == nil && tag.RowsAffected() > 0
+		return err
 	})
-	return n, err
+	return hidden, err
 }
+
+// countedReports counts the reports of post $1 that count toward hiding
+// it (feed.ReportRule): not dismissed, by accounts at least $2 ms old when
+// they reported, in no block with the author.
+const countedReports = `SELECT count(*)::INT FROM reports r
+	JOIN posts p ON p.id = r.post_id
+	JOIN users u ON u.id = r.reporter_id
+	WHERE r.post_id = $1 AND NOT r.dismissed AND u.created_at <= r.created_at - $2::BIGINT
+	AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = r.reporter_id)
+	AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = r.reporter_id AND b.blocked_id = p.user_id)`
 
 // SetHidden implements feed.FilterStore.
 func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time.Time) error {
@@ -97,7 +117,7 @@ func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time
 		if _, err := tx.Exec(ctx, `DELETE FROM hidden_posts WHERE post_id = $1`, postID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM reports WHERE post_id = $1`, postID)
+		_, err := tx.Exec(ctx, `UPDATE reports SET dismissed = true WHERE post_id = $1 AND NOT dismissed`, postID)
 		return err
 	})
 }
@@ -134,11 +154,11 @@ func (db *DB) Reported(ctx context.Context, before int64, limit int) ([]feed.Rep
 		before = math.MaxInt64
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT p.id, p.user_id, p.title,
-		(SELECT count(*) FROM reports r WHERE r.post_id = p.id)::INT,
-		coalesce((SELECT reason FROM reports r WHERE r.post_id = p.id ORDER BY created_at DESC, reporter_id DESC LIMIT 1), ''),
+		(SELECT count(*) FROM reports r WHERE r.post_id = p.id AND NOT r.dismissed)::INT,
+		coalesce((SELECT reason FROM reports r WHERE r.post_id = p.id AND NOT r.dismissed ORDER BY created_at DESC, reporter_id DESC LIMIT 1), ''),
 		EXISTS (SELECT 1 FROM hidden_posts h WHERE h.post_id = p.id)
 		FROM posts p
-		WHERE p.id IN (SELECT post_id FROM reports WHERE post_id < $1 UNION SELECT post_id FROM hidden_posts WHERE post_id < $1)
+		WHERE p.id IN (SELECT post_id FROM reports WHERE post_id < $1 AND NOT dismissed UNION SELECT post_id FROM hidden_posts WHERE post_id < $1)
 		ORDER BY p.id DESC LIMIT $2`, before, limit)
 	if err != nil {
 		return nil, err
@@ -150,6 +170,19 @@ func (db *DB) Reported(ctx context.Context, before int64, limit int) ([]feed.Rep
 	})
 	if out == nil && err == nil {
 		out = []feed.ReportedPost{}
+	}
+	return out, err
+}
+
+// Hidden implements feed.FilterStore.
+func (db *DB) Hidden(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	hidden, err := scanIDs(db.Pool.Query(ctx, `SELECT post_id FROM hidden_posts WHERE post_id = ANY($1)`, ids))
+	for _, id := range hidden {
+		out[id] = true
 	}
 	return out, err
 }

@@ -14,7 +14,8 @@ var _ feed.RateStore = (*DB)(nil)
 
 // Count implements feed.RateStore with one row per key (table
 // rate_counts): one upsert that restarts the window when the row's has
-// ended, atomic under concurrent callers. A peek (add 0) is a read. Each
+// ended, atomic under concurrent callers. A peek (add 0) is a read; a
+// refund (add < 0) an update of a live window only. Each
 // counting call also sweeps a few rows of ended windows, skipping rows
 // another caller holds.
 func (db *DB) Count(ctx context.Context, key string, window time.Duration, now time.Time, add int) (int, time.Time, error) {
@@ -22,6 +23,14 @@ func (db *DB) Count(ctx context.Context, key string, window time.Duration, now t
 	var ends int64
 	if add == 0 {
 		err := db.Pool.QueryRow(ctx, `SELECT n, window_end FROM rate_counts WHERE key = $1 AND window_end > $2`, key, ms(now)).Scan(&n, &ends)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, now.Add(window), nil
+		}
+		return n, time.UnixMilli(ends), err
+	}
+	if add < 0 {
+		err := db.Pool.QueryRow(ctx, `UPDATE rate_counts SET n = GREATEST(n + $1, 0) WHERE key = $2 AND window_end > $3 RETURNING n, window_end`,
+			add, key, ms(now)).Scan(&n, &ends)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, now.Add(window), nil
 		}

@@ -77,7 +77,8 @@ return 1
 //
 // Returns 1 when it matched (the code is deleted); 0 when there is no live
 // code (none, expired by now, or burned by maxTries wrong tries); 2 when it
-// is wrong (the try is counted; the maxTries-th deletes the code).
+// is wrong (the try is counted); 3 when it is wrong and that try, the
+// maxTries-th, burned the code (deleted).
 var consumeCodeScript = goredis.NewScript(`
 local c = redis.call('HMGET', KEYS[1], 'hash', 'expires', 'tries')
 if not c[1] or tonumber(ARGV[2]) >= tonumber(c[2]) or tonumber(c[3]) >= tonumber(ARGV[3]) then
@@ -89,9 +90,9 @@ if c[1] == ARGV[1] then
 end
 if tonumber(c[3]) + 1 >= tonumber(ARGV[3]) then
   redis.call('DEL', KEYS[1]) -- burned: the phone may ask again at once
-else
-  redis.call('HINCRBY', KEYS[1], 'tries', 1)
+  return 3
 end
+redis.call('HINCRBY', KEYS[1], 'tries', 1)
 return 2
 `)
 
@@ -137,7 +138,8 @@ func (s *AuthStore) SaveCode(ctx context.Context, phone, codeHash string, now ti
 }
 
 // ConsumeCode implements feed.AuthStore: one call of consumeCodeScript.
-// EINVALID when there is no live code or it does not match.
+// EINVALID when there is no live code or it does not match
+// (feed.ErrCodeBurned for the try that burns it).
 func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
 	res, err := consumeCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)}, codeHash, now.UnixMilli(), maxTries).Int()
 	switch {
@@ -154,6 +156,8 @@ func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now
 		return feed.Errorf(feed.EINVALID, "the code has expired or was not requested; ask for a new code")
 	case res == 2:
 		return feed.Errorf(feed.EINVALID, "the code is wrong")
+	case res == 3:
+		return feed.ErrCodeBurned
 	}
 	return nil
 }

@@ -33,7 +33,8 @@ func NewRateStore(rdb goredis.UniversalClient, prefix string) *RateStore {
 // has ended.
 //
 //	KEYS[1] counter key
-//	ARGV[1] add (0: a peek, which stores nothing)
+//	ARGV[1] add (0: a peek, which stores nothing; below 0: a refund, which
+//	        changes only a live window, never below 0)
 //	ARGV[2] now (ms)
 //	ARGV[3] window (ms)
 //	ARGV[4] time to live of a new key (ms): garbage collection
@@ -46,10 +47,15 @@ if c[1] and tonumber(c[2]) > now then
   if add == 0 then
     return {tonumber(c[1]), tonumber(c[2])}
   end
-  return {redis.call('HINCRBY', KEYS[1], 'n', add), tonumber(c[2])}
+  local n = redis.call('HINCRBY', KEYS[1], 'n', add)
+  if n < 0 then
+    redis.call('HSET', KEYS[1], 'n', 0)
+    n = 0
+  end
+  return {n, tonumber(c[2])}
 end
 local ends = now + tonumber(ARGV[3])
-if add == 0 then
+if add <= 0 then
   return {0, ends}
 end
 redis.call('DEL', KEYS[1])

@@ -64,9 +64,10 @@ func postExists(ctx context.Context, tx *sql.Tx, id int64) error {
 	return err
 }
 
-// Report implements feed.FilterStore.
-func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time) (int, error) {
-	var n int
+// Report implements feed.FilterStore: the report, the count of those that
+// count (countedReports) and the hiding in one write transaction.
+func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time, rule feed.ReportRule) (bool, error) {
+	var hidden bool
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		if err := postExists(ctx, tx, postID); err != nil {
 			return err
@@ -76,10 +77,33 @@ func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason strin
 			postID, reporterID, reason, ms(now)); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT count(*) FROM reports WHERE post_id = ?`, postID).Scan(&n)
+		var n int
+		if err := tx.QueryRowContext(ctx, countedReports, postID, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
+			return err
+		}
+		if n < rule.Threshold {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, postID, ms(now))
+		if err != nil {
+			return err
+		}
+		k, err := res.RowsAffected()
+		hidden = k > 0
+		return err
 	})
-	return n, err
+	return hidden, err
 }
+
+// countedReports counts the reports of post ?1 that count toward hiding
+// it (feed.ReportRule): not dismissed, by accounts at least ?2 ms old when
+// they reported, in no block with the author.
+const countedReports = `SELECT count(*) FROM reports r
+	JOIN posts p ON p.id = r.post_id
+	JOIN users u ON u.id = r.reporter_id
+	WHERE r.post_id = ?1 AND r.dismissed = 0 AND u.created_at <= r.created_at - ?2
+	AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = r.reporter_id)
+	AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = r.reporter_id AND b.blocked_id = p.user_id)`
 
 // SetHidden implements feed.FilterStore.
 func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time.Time) error {
@@ -94,7 +118,7 @@ func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time
 		if _, err := tx.ExecContext(ctx, `DELETE FROM hidden_posts WHERE post_id = ?`, postID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM reports WHERE post_id = ?`, postID)
+		_, err := tx.ExecContext(ctx, `UPDATE reports SET dismissed = 1 WHERE post_id = ? AND dismissed = 0`, postID)
 		return err
 	})
 }
@@ -131,11 +155,11 @@ func (db *DB) Reported(ctx context.Context, before int64, limit int) ([]feed.Rep
 		before = 1<<63 - 1
 	}
 	rows, err := db.read(ctx, `SELECT p.id, p.user_id, p.title,
-		(SELECT count(*) FROM reports r WHERE r.post_id = p.id),
-		coalesce((SELECT reason FROM reports r WHERE r.post_id = p.id ORDER BY created_at DESC, reporter_id DESC LIMIT 1), ''),
+		(SELECT count(*) FROM reports r WHERE r.post_id = p.id AND r.dismissed = 0),
+		coalesce((SELECT reason FROM reports r WHERE r.post_id = p.id AND r.dismissed = 0 ORDER BY created_at DESC, reporter_id DESC LIMIT 1), ''),
 		EXISTS (SELECT 1 FROM hidden_posts h WHERE h.post_id = p.id)
 		FROM posts p
-		WHERE p.id IN (SELECT post_id FROM reports WHERE post_id < ?1 UNION SELECT post_id FROM hidden_posts WHERE post_id < ?1)
+		WHERE p.id IN (SELECT post_id FROM reports WHERE post_id < ?1 AND dismissed = 0 UNION SELECT post_id FROM hidden_posts WHERE post_id < ?1)
 		ORDER BY p.id DESC LIMIT ?2`, before, limit)
 	if err != nil {
 		return nil, err
@@ -150,4 +174,17 @@ func (db *DB) Reported(ctx context.Context, before int64, limit int) ([]feed.Rep
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// Hidden implements feed.FilterStore.
+func (db *DB) Hidden(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	hidden, err := scanIDs(db.read(ctx, `SELECT post_id FROM hidden_posts WHERE post_id IN (SELECT value FROM json_each(?))`, idList(ids)))
+	for _, id := range hidden {
+		out[id] = true
+	}
+	return out, err
 }

@@ -130,6 +130,7 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
 		if tries+1 >= maxTries {
 			// Burned: deleted, so the phone may ask for a new code at once.
+			refusal = feed.ErrCodeBurned
 			_, err = tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone = ?`, phone)
 			return err
 		}

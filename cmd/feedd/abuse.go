@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ func (c *config) checkAbuse() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("--code-sender webhook needs --code-webhook-url, an http(s) URL")
 		}
+		if u.Scheme != "https" && !loopbackHost(u.Hostname()) {
+			return fmt.Errorf("--code-webhook-url must be https:// (plain http:// only to a loopback address): login codes cross the network")
+		}
 		if c.webhookSecret == "" {
 			return fmt.Errorf("--code-sender webhook needs --code-webhook-secret")
 		}
@@ -75,6 +79,16 @@ func (c *config) checkAbuse() error {
 	return nil
 }
 
+// loopbackHost reports whether host (no port) names this machine:
+// localhost or a loopback IP address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
 // logSender is the default feed.CodeSender of the embedded default: it
 // writes the code to the log, for local development and scripts reading
 // --log-format json output.
@@ -87,25 +101,37 @@ func (s logSender) SendCode(ctx context.Context, phone, code string, expires tim
 
 // webhookSender is the feed.CodeSender that POSTs each code to an HTTP
 // endpoint (an SMS gateway's adapter): the JSON body {"phone","code",
-// "expires_at"} signed in X-Feedd-Signature: sha256=<hex HMAC-SHA256 of the
-// body keyed with secret>. Any answer but 2xx within the timeout is a
+// "expires_at"} with X-Feedd-Timestamp: <Unix seconds> and
+// X-Feedd-Signature: sha256=<hex HMAC-SHA256 keyed with secret of the
+// timestamp, ".", and the body>, so a receiver that refuses old timestamps
+// cannot be replayed a captured request (docs/operations.md, "Login
+// codes"). It follows no redirect (a 3xx is a failure: the code goes to
+// the configured URL or nowhere), and the URL is https unless it is on
+// loopback (checkAbuse). Any answer but 2xx within the timeout is a
 // failure. It never writes the code anywhere else.
 type webhookSender struct {
 	url    string
 	secret []byte
 	client *http.Client
+	now    func() time.Time
 }
 
 // webhookTimeout bounds one delivery.
 const webhookTimeout = 5 * time.Second
 
 func newWebhookSender(url, secret string) *webhookSender {
-	return &webhookSender{url: url, secret: []byte(secret), client: &http.Client{Timeout: webhookTimeout}}
+	return &webhookSender{url: url, secret: []byte(secret), now: time.Now, client: &http.Client{
+		Timeout:       webhookTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 }
 
-// signBody is the X-Feedd-Signature value of body.
-func signBody(secret, body []byte) string {
+// signBody is the X-Feedd-Signature value of body sent at timestamp (the
+// X-Feedd-Timestamp value).
+func signBody(secret []byte, timestamp string, body []byte) string {
 	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(timestamp))
+	m.Write([]byte{'.'})
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
@@ -125,8 +151,10 @@ func (s *webhookSender) SendCode(ctx context.Context, phone, code string, expire
 	if err != nil {
 		return err
 	}
+	ts := strconv.FormatInt(s.now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Feedd-Signature", signBody(s.secret, body))
+	req.Header.Set("X-Feedd-Timestamp", ts)
+	req.Header.Set("X-Feedd-Signature", signBody(s.secret, ts, body))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		var uerr *url.Error
@@ -137,7 +165,9 @@ func (s *webhookSender) SendCode(ctx context.Context, phone, code string, expire
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("code webhook answered %s: redirects are not followed", resp.Status)
+	} else if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("code webhook answered %s", resp.Status)
 	}
 	return nil

@@ -377,6 +377,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
+		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

@@ -70,6 +70,11 @@ type config struct {
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
 
+	// Reports and login codes against abuse by other users (docs/API.md,
+	// "Reports"; docs/operations.md, "Login codes").
+	reportMinAge time.Duration
+	reportLimit  feed.Limit
+
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
 	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
@@ -144,8 +149,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	limit(&c.limits.FailsPerClient, "login-fail-limit-client", "FEED_LOGIN_FAIL_LIMIT_CLIENT", "failed logins from one client address before its logins are refused")
 	str(&c.trustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (the last address not in them)")
 	str(&c.codeSender, "code-sender", "FEED_CODE_SENDER", "", "how login codes are sent: log or webhook (required with --database-url; default log on SQLite)")
-	str(&c.webhookURL, "code-webhook-url", "FEED_CODE_WEBHOOK_URL", "", "URL the webhook code sender POSTs {phone, code, expires_at} to")
-	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of the body)")
+	str(&c.webhookURL, "code-webhook-url", "FEED_CODE_WEBHOOK_URL", "", "URL the webhook code sender POSTs {phone, code, expires_at} to: https, or http to a loopback address; redirects are not followed")
+	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of X-Feedd-Timestamp, \".\" and the body)")
 	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data)")
 	str(&c.synchronous, "sqlite-synchronous", "FEED_SQLITE_SYNCHRONOUS", "FULL", "SQLite synchronous level: FULL (an acknowledged write survives power loss) or NORMAL (faster; may lose the last writes)")
 	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
@@ -153,6 +158,12 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	dur(&c.maxLag, "max-lag", "FEED_MAX_LAG", defaultMaxLag, "fan-out lag (oldest new post not yet being delivered) above which a process that also works jobs tightens --max-reads and --max-writes until fan-out catches up (0: never)")
 	declareRankFlags(fs, c, fromEnv, help)
+
+	// Reports and login codes against abuse by other users.
+	dur(&c.reportMinAge, "report-min-age", "FEED_REPORT_MIN_AGE", feed.DefaultReportMinAge, "reports count toward hiding a post only from accounts at least this old (0: any age)")
+	c.reportLimit = feed.DefaultReportLimit
+	limit(&c.reportLimit, "report-limit", "FEED_REPORT_LIMIT", "reports one user may file")
+	limit(&c.limits.CodePerPhoneClient, "code-limit-phone-client", "FEED_CODE_LIMIT_PHONE_CLIENT", "login codes one client address may have sent to one phone")
 	return fs, errors.Join(errs...)
 }
 
@@ -224,6 +235,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--job-retention must be positive")
 	case c.adminAddr != "off" && !validHostPort(c.adminAddr):
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
+	case c.reportMinAge < 0:
+		return nil, fmt.Errorf("--report-min-age must not be negative")
 	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:
 		return nil, fmt.Errorf("--max-reads, --max-writes, --shed-wait and --max-lag must not be negative")
 	}

@@ -102,12 +102,14 @@ func (b *logBuffer) wait(t testing.TB, msg string, attrs map[string]string) map[
 // secret that --database-url requires are given.
 var testServeFlags = []string{
 	"--code-limit-client", "0", "--code-limit-total", "0", "--code-limit-phone", "0", "--login-fail-limit-client", "0",
+	"--code-limit-phone-client", "0",
 	"--code-sender", "log", "--secret", "test-secret-of-feedd",
 }
 
 // testServeEnv is testServeFlags for processes started by startProc.
 var testServeEnv = []string{
 	"FEED_CODE_LIMIT_CLIENT=0", "FEED_CODE_LIMIT_TOTAL=0", "FEED_CODE_LIMIT_PHONE=0", "FEED_LOGIN_FAIL_LIMIT_CLIENT=0",
+	"FEED_CODE_LIMIT_PHONE_CLIENT=0",
 	"FEED_CODE_SENDER=log", "FEED_SECRET=test-secret-of-feedd",
 }
 
