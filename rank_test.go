@@ -168,3 +168,19 @@ func TestRankSettingsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRankerExtremeScores ranks posts at the ends of the scores an inbox
+// accepts (±2^47 ms, redis's packed layout): a post from the far future is
+// as recent as can be (recency 1), one from the far past has recency 0,
+// and neither's age wraps around.
+func TestRankerExtremeScores(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	rk := newRanker(DefaultRankSettings(), 1, nil, now)
+	defer rk.release()
+	rk.add(RankCandidate{PostID: 1, AuthorID: 2, Score: 1<<47 - 1}, 1<<47-1)
+	rk.add(RankCandidate{PostID: 2, AuthorID: 2, Score: -1 << 47}, -1<<47)
+	got := rk.sorted()
+	if got[0].PostID != 1 || got[0].Features[0] != 1 || got[1].Features[0] != 0 {
+		t.Fatalf("ranked %+v; want post 1 first with recency 1, post 2 with recency 0", got)
+	}
+}

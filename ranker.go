@@ -33,7 +33,6 @@ type ranker struct {
 	rs      RankSettings
 	viewer  int64
 	now     time.Time
-	nowNS   int64 // now, in ns since the epoch: a post's age is nowNS-ms*1e6
 	aff     map[int64]Affinity
 	authors map[int64][2]float64
 	items   []RankedItem // scored, in feed order
@@ -67,7 +66,7 @@ var rankers = sync.Pool{New: func() any { return &ranker{authors: map[int64][2]f
 
 func newRanker(rs RankSettings, viewerID int64, aff map[int64]Affinity, now time.Time) *ranker {
 	r := rankers.Get().(*ranker)
-	r.rs, r.viewer, r.now, r.nowNS, r.aff = rs, viewerID, now, now.UnixNano(), aff
+	r.rs, r.viewer, r.now, r.aff = rs, viewerID, now, aff
 	return r
 }
 
@@ -81,8 +80,9 @@ func (r *ranker) release() {
 
 // add scores candidate c, of feed score entryScore, by the model of
 // RankSettings, given its author's features (authorFeatures, once per
-// author). The age is taken from nowNS: what now.Sub would give, without
-// making a time.Time of each post.
+// author). The age is now.Sub of the post's creation, which saturates: a
+// score in ns (ms*1e6) would overflow for scores an inbox accepts (up to
+// ±2^47 ms).
 func (r *ranker) add(c RankCandidate, entryScore int64) {
 	af, ok := r.authors[c.AuthorID]
 	if !ok {
@@ -92,7 +92,7 @@ func (r *ranker) add(c RankCandidate, entryScore int64) {
 	rs := &r.rs
 	likes := float64(c.Likes + 1)
 	it := RankedItem{PostID: c.PostID, Score: entryScore, Features: [len(RankFeatures)]float64{
-		Decay(time.Duration(r.nowNS-c.Score*int64(time.Millisecond)), rs.RecencyHalfLife),
+		Decay(r.now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
 		af[0],
 		af[1],
 		likes / (likes + rs.EngagementPrior),
