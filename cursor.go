@@ -191,34 +191,3 @@ func (p position) advance(entries []Entry) position {
 
 // cursor names a keyset position p for the client.
 func (p position) cursor() *Cursor { return &Cursor{Score: p.b.Max, PostID: p.b.BeforeID} }
-
-// RankCursor is the ranked timeline's position: a snapshot of the order and
-// the number of its entries already read.
-type RankCursor struct {
-	Snapshot string
-	Pos      int
-}
-
-// EncodeRankCursor returns the opaque form of c for clients. Its prefix
-// ("r1") tells it from a chronological cursor ("v1").
-func EncodeRankCursor(c RankCursor) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "r1:%s:%d", c.Snapshot, c.Pos))
-}
-
-// DecodeRankCursor parses an opaque ranked cursor. EINVALID if it is not one.
-func DecodeRankCursor(s string) (RankCursor, error) {
-	bad := Errorf(EINVALID, "cursor is not one this server returned for order=ranked")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return RankCursor{}, bad
-	}
-	parts := strings.Split(string(b), ":")
-	if len(parts) != 3 || parts[0] != "r1" || len(parts[1]) != 32 || strings.Trim(parts[1], "0123456789abcdef") != "" {
-		return RankCursor{}, bad
-	}
-	pos, err := strconv.Atoi(parts[2])
-	if err != nil || pos < 1 || pos > MaxRankCandidates {
-		return RankCursor{}, bad
-	}
-	return RankCursor{Snapshot: parts[1], Pos: pos}, nil
-}

@@ -14,8 +14,8 @@
 //	user.go     users
 //	job.go      the durable jobs stores enqueue
 //	filter.go   muted words, reports and hidden posts (every timeline)
-//	rank.go     the ranked timeline: settings, candidates, pages
-//	ranker.go   the ranked timeline's model: features, score, order
+//	rank.go     the ranked timeline: candidates, snapshots, pages (the
+//	            model itself is package rank)
 //	event.go    live timeline events (EventService)
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults

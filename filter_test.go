@@ -1,6 +1,10 @@
 package feed
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/feedd/feedd/rank"
+)
 
 func TestMatchesMutedWord(t *testing.T) {
 	for _, c := range []struct {
@@ -38,8 +42,8 @@ func TestMatchesMutedWord(t *testing.T) {
 }
 
 func TestRankCursor(t *testing.T) {
-	c := RankCursor{Snapshot: "0123456789abcdef0123456789abcdef", Pos: 20}
-	s := EncodeRankCursor(c)
+	c := rank.Cursor{Snapshot: "0123456789abcdef0123456789abcdef", Pos: 20}
+	s := rank.EncodeCursor(c)
 	got, err := DecodeRankCursor(s)
 	if err != nil || got != c {
 		t.Fatalf("round trip: %+v, %v", got, err)
@@ -50,7 +54,7 @@ func TestRankCursor(t *testing.T) {
 	if _, err := DecodeRankCursor(EncodeCursor(Cursor{Score: 1, PostID: 2})); err == nil {
 		t.Fatal("a chronological cursor decodes as a ranked one")
 	}
-	for _, bad := range []string{"", "r1", EncodeRankCursor(RankCursor{Snapshot: "x", Pos: 1}), EncodeRankCursor(RankCursor{Snapshot: c.Snapshot, Pos: 0})} {
+	for _, bad := range []string{"", "r1", rank.EncodeCursor(rank.Cursor{Snapshot: "x", Pos: 1}), rank.EncodeCursor(rank.Cursor{Snapshot: c.Snapshot, Pos: 0})} {
 		if _, err := DecodeRankCursor(bad); ErrorCode(err) != EINVALID {
 			t.Errorf("DecodeRankCursor(%q) = %v, want EINVALID", bad, err)
 		}

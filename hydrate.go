@@ -3,6 +3,8 @@ package feed
 import (
 	"context"
 	"slices"
+
+	"github.com/feedd/feedd/rank"
 )
 
 // Hydration: turning feed entries into the posts a viewer sees, shared by
@@ -13,7 +15,7 @@ type PostView struct {
 	*Post
 	Author *User // nil when the author no longer exists
 	IsLike bool
-	Rank   *Rank // the post's rank in a ranked timeline; nil elsewhere
+	Rank   *rank.Rank // the post's rank in a ranked timeline; nil elsewhere
 }
 
 // FeedViewer is implemented by stores that hydrate a feed page in one round

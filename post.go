@@ -265,11 +265,7 @@ func (s *Service) DeletePost(ctx context.Context, userID, id int64) error {
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	if err := s.Posts.DeletePost(ctx, id, userID); err != nil {
-		return err
-	}
-	s.rankCache.forgetPost(id)
-	return nil
+	return s.Posts.DeletePost(ctx, id, userID)
 }
 
 // ToggleLike flips userID's like of post id.
@@ -277,11 +273,7 @@ func (s *Service) ToggleLike(ctx context.Context, userID, id int64) (bool, error
 	if err := validID("id", id); err != nil {
 		return false, err
 	}
-	on, err := s.Posts.ToggleLike(ctx, id, userID, s.now())
-	if err == nil {
-		s.rankCache.liked(userID, id)
-	}
-	return on, err
+	return s.Posts.ToggleLike(ctx, id, userID, s.now())
 }
 
 // SetLike makes userID like (like=true) or stop liking post id. Idempotent,
@@ -290,11 +282,7 @@ func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) erro
 	if err := validID("id", id); err != nil {
 		return err
 	}
-	if err := s.Posts.SetLike(ctx, id, userID, like, s.now()); err != nil {
-		return err
-	}
-	s.rankCache.liked(userID, id)
-	return nil
+	return s.Posts.SetLike(ctx, id, userID, like, s.now())
 }
 
 // Likers returns the first LikersShown users who liked post id, earliest

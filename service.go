@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/feedd/feedd/rank"
 )
 
 // Defaults of the feed's shape, defined once: the command's flags, the
@@ -46,8 +48,8 @@ type Service struct {
 	Filters   FilterStore
 	Ranks     RankStore
 	Snapshots SnapshotStore
-	// Rank is the ranked timeline's model; DefaultRankSettings if nil.
-	Rank *RankSettings
+	// Rank is the ranked timeline's model; rank.Default() if nil.
+	Rank *rank.Settings
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int
@@ -73,8 +75,6 @@ type Service struct {
 	Trace    *Tracer  // logs each post's commit (--trace-posts); nil: nothing
 
 	touched sync.Map // user id -> time.Time of this process's last Touch
-
-	rankCache rankCache // the ranked timeline's cache (rankfacts.go)
 
 	secretOnce sync.Once
 	key        []byte // Secret, or the process's random key

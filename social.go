@@ -98,7 +98,6 @@ func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow boo
 	if err := s.Follows.SetFollow(ctx, userID, targetID, follow, s.now()); err != nil {
 		return err
 	}
-	s.rankCache.followed(userID)
 	if follow && s.PullThreshold > 0 {
 		// Enter pull mode with the follow that crosses the threshold, so
 		// that no read or rebuild from now on copies this author's posts
@@ -159,13 +158,7 @@ func (s *Service) Block(ctx context.Context, userID, targetID int64, block bool)
 	if userID == targetID {
 		return Errorf(EINVALID, "you cannot block yourself")
 	}
-	if err := s.Social.SetBlock(ctx, userID, targetID, block, s.now()); err != nil {
-		return err
-	}
-	if block {
-		s.rankCache.blocked(userID, targetID) // follows and likes went
-	}
-	return nil
+	return s.Social.SetBlock(ctx, userID, targetID, block, s.now())
 }
 
 // UserList names one of the native API's lists of users.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // TestFilters runs the contract of the content filters and the ranked
@@ -20,7 +21,6 @@ func TestFilters(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Affinity", func(t *testing.T) { testAffinity(t, open(t)) })
 	t.Run("FilteredFeeds", func(t *testing.T) { testFilteredFeeds(t, open(t)) })
 	t.Run("RankedScroll", func(t *testing.T) { testRankedScroll(t, open(t)) })
-	t.Run("RankCache", func(t *testing.T) { testRankCache(t, open(t)) })
 }
 
 func testMutedWords(t *testing.T, b *Backend) {
@@ -156,14 +156,14 @@ func TestSnapshotStore(t *testing.T, open func(t *testing.T) feed.SnapshotStore)
 func testSnapshots(t *testing.T, b *Backend) {
 	ctx := t.Context()
 	now := time.Now()
-	items := make([]feed.RankedItem, 25)
+	items := make([]rank.Item, 25)
 	for i := range items {
-		items[i] = feed.RankedItem{PostID: int64(100 - i), Score: int64(1000 + i), RankScore: float64(25-i) / 3,
-			Features: [len(feed.RankFeatures)]float64{0.5, float64(i) / 7, 1 - float64(i)/25, 1e-9, float64(i % 2)}}
+		items[i] = rank.Item{PostID: int64(100 - i), Score: int64(1000 + i), RankScore: float64(25-i) / 3,
+			Features: [len(rank.Features)]float64{0.5, float64(i) / 7, 1 - float64(i)/25, 1e-9, float64(i % 2)}}
 	}
 	id := "0123456789abcdef0123456789abcdef"
 	must(t, b.Snapshots.SaveSnapshot(ctx, 7, id, items, now, now.Add(time.Minute)), "SaveSnapshot")
-	var got []feed.RankedItem
+	var got []rank.Item
 	for off := 0; ; off += 10 {
 		page, more, err := b.Snapshots.Snapshot(ctx, 7, id, off, 10, time.Now())
 		must(t, err, "Snapshot")
@@ -209,7 +209,7 @@ func testAffinity(t *testing.T, b *Backend) {
 	if a := aff[other]; a.Likes != 0 || !a.FollowedAt.Equal(now.Add(-time.Hour)) {
 		t.Fatalf("affinity to a followee never liked = %+v", a)
 	}
-	if a := aff[stranger]; a != (feed.Affinity{}) {
+	if a := aff[stranger]; a != (rank.Affinity{}) {
 		t.Fatalf("affinity to a stranger = %+v, want zero", a)
 	}
 }
@@ -322,7 +322,7 @@ func testRankedScroll(t *testing.T, b *Backend) {
 		}
 	}
 	seen := map[int64]bool{}
-	var next *feed.RankCursor
+	var next *rank.Cursor
 	var deleted int64
 	last := 1e300
 	for page := 0; page < 20; page++ {

@@ -7,13 +7,14 @@ import (
 	"strconv"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // v1RankedTimeline serves GET /v1/timeline?order=ranked: a page of the
 // caller's ranked timeline under a ranked cursor, the next page's URL in a
 // Link header, and with explain each post's rank.
 func (s *Server) v1RankedTimeline(w http.ResponseWriter, r *http.Request, limit int, explain bool) {
-	var after *feed.RankCursor
+	var after *rank.Cursor
 	if v, ok, err := queryOne(r, "cursor"); err != nil {
 		s.v1Fail(w, r, err)
 		return
@@ -37,7 +38,7 @@ func (s *Server) v1RankedTimeline(w http.ResponseWriter, r *http.Request, limit 
 		}
 	}
 	if page.Next != nil {
-		c := feed.EncodeRankCursor(*page.Next)
+		c := rank.EncodeCursor(*page.Next)
 		out.NextCursor = &c
 		next := url.Values{"order": {"ranked"}, "cursor": {c}, "limit": {strconv.Itoa(limit)}}
 		if explain {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // The /v1 API's resources, as their JSON shows them (the OpenAPI document's
@@ -64,7 +65,7 @@ type V1Post struct {
 	UpdatedAt    string   `json:"updated_at"`
 	// Rank is the post's score and features, in a ranked timeline asked
 	// with explain=true only.
-	Rank *feed.Rank `json:"rank,omitempty"`
+	Rank *rank.Rank `json:"rank,omitempty"`
 }
 
 // NewV1Post renders a hydrated post.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // SnapshotItems bounds the ranked items all of a Snapshots holds (64
@@ -34,7 +35,7 @@ type Snapshots struct {
 type snapshot struct {
 	user    int64
 	id      string
-	items   []feed.RankedItem
+	items   []rank.Item
 	expires time.Time
 	gone    bool
 }
@@ -45,7 +46,7 @@ var _ feed.SnapshotStore = (*Snapshots)(nil)
 // beyond the newest feed.SnapshotsKept, the expired ones, and the oldest
 // ones while more than MaxItems items are held. items is kept as given:
 // the caller must not change it afterwards.
-func (s *Snapshots) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []feed.RankedItem, now, expires time.Time) error {
+func (s *Snapshots) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []rank.Item, now, expires time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.users == nil {
@@ -103,9 +104,9 @@ func (s *Snapshots) dropUser(sn *snapshot) {
 }
 
 // Snapshot implements feed.SnapshotStore.
-func (s *Snapshots) Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]feed.RankedItem, bool, error) {
+func (s *Snapshots) Snapshot(ctx context.Context, viewerID int64, id string, offset, limit int, now time.Time) ([]rank.Item, bool, error) {
 	s.mu.Lock()
-	var items []feed.RankedItem
+	var items []rank.Item
 	found := false
 	for _, sn := range s.users[viewerID] {
 		if sn.id == id && sn.expires.After(now) {
@@ -118,7 +119,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, viewerID int64, id string, off
 		return nil, false, feed.ErrNotFound("snapshot")
 	}
 	if offset >= len(items) {
-		return []feed.RankedItem{}, false, nil
+		return []rank.Item{}, false, nil
 	}
 	end := min(offset+limit, len(items))
 	return slices.Clone(items[offset:end]), end < len(items), nil

@@ -8,16 +8,17 @@ import (
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/feedtest"
 	"github.com/feedd/feedd/inmem"
+	"github.com/feedd/feedd/rank"
 )
 
 func TestSnapshotStore(t *testing.T) {
 	feedtest.TestSnapshotStore(t, func(t *testing.T) feed.SnapshotStore { return &inmem.Snapshots{} })
 }
 
-func items(n int) []feed.RankedItem {
-	out := make([]feed.RankedItem, n)
+func items(n int) []rank.Item {
+	out := make([]rank.Item, n)
 	for i := range out {
-		out[i] = feed.RankedItem{PostID: int64(i + 1), Score: int64(i), RankScore: float64(n - i)}
+		out[i] = rank.Item{PostID: int64(i + 1), Score: int64(i), RankScore: float64(n - i)}
 	}
 	return out
 }

@@ -576,7 +576,13 @@ func TestMigrateLikesAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	feedtest.CheckLikesAuthored(t, db)
+	feedtest.CheckLikesAuthored(t, db, func(viewer int64) ([]feedtest.Like, error) {
+		rows, err := db.Pool.Query(ctx, `SELECT post_id, author_id, created_at FROM likes WHERE user_id = $1`, viewer)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowToStructByPos[feedtest.Like])
+	})
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (2, 3, 50)`); err == nil {
 		t.Fatal("a like inserted without its author was accepted")
 	}

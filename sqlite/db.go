@@ -35,9 +35,16 @@ type migrations string
 const (
 	mainSchema migrations = "migrations/*.sql" // feedd.db: everything
 	// inbox.db: the inboxes alone, and feedd.db's migrations of the inbox
-	// tables since inbox.db was made.
-	inboxSchema migrations = "inbox_migrations/*.sql migrations/007_inbox_head.sql"
+	// tables since inbox.db was made (007 added the inbox head, 009 drops
+	// it).
+	inboxSchema migrations = "inbox_migrations/*.sql migrations/007_inbox_head.sql migrations/009_drop_packed_copies.sql"
 )
+
+// retired are migrations that a later one undoes and that can no longer
+// run: 008 fills its table with SQL functions feedd no longer registers.
+// A database that has not applied one records it as applied without
+// running it; the later migration (009) drops what it made, IF EXISTS.
+var retired = map[string]bool{"migrations/008_rank_profile.sql": true}
 
 // DB is an open feedd database. SQLite allows one writer at a time, so it
 // keeps two pools on one file: Write, with a single connection whose
@@ -230,12 +237,14 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	} else if n > 0 {
 		return nil
 	}
-	body, err := fs.ReadFile(migrationFS, name)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-		return err
+	if !retired[name] {
+		body, err := fs.ReadFile(migrationFS, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO feedd_migrations (name) VALUES (?)`, name); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +69,7 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 			SELECT value, ?, ? FROM json_each(?)`, e.Score, e.PostID, users); err != nil {
 			return err
 		}
-		if err := ib.countDown(ctx, tx, users, 1, e); err != nil {
+		if err := ib.countDown(ctx, tx, users, 1); err != nil {
 			return err
 		}
 		return ib.trimDue(ctx, tx)
@@ -80,16 +79,13 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 // countDownQuery takes ?3 entries off the room of the inboxes of the users
 // in ?1 (a JSON list), whose most room is ?2: a new inbox starts with all
 // of it (a user without a row has an empty inbox), and a room counted for a
-// larger Cap is first lowered to this one's. An inbox whose head's top is
-// at or above (?4, ?5), the oldest entry added, has its head built again
-// (inboxhead.go: the triggers of the room do it).
+// larger Cap is first lowered to this one's.
 const countDownQuery = `INSERT INTO inbox_trim (user_id, room)
 	SELECT value, ?2 - ?3 FROM json_each(?1) WHERE true
-	ON CONFLICT (user_id) DO UPDATE SET room = min(room, ?2) - ?3,
-		head_score = CASE WHEN (?4, ?5) <= (head_score, head_post) THEN NULL ELSE head_score END`
+	ON CONFLICT (user_id) DO UPDATE SET room = min(room, ?2) - ?3`
 
-func (ib *Inbox) countDown(ctx context.Context, tx *sql.Tx, users string, n int64, oldest feed.Entry) error {
-	_, err := tx.ExecContext(ctx, countDownQuery, users, ib.room(), n, oldest.Score, oldest.PostID)
+func (ib *Inbox) countDown(ctx context.Context, tx *sql.Tx, users string, n int64) error {
+	_, err := tx.ExecContext(ctx, countDownQuery, users, ib.room(), n)
 	return err
 }
 
@@ -113,9 +109,7 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 		if err != nil || n == 0 {
 			return err
 		}
-		// Entries anywhere in the inbox: its head is built again.
-		least := feed.Entry{Score: math.MinInt64, PostID: math.MinInt64}
-		if err := ib.countDown(ctx, tx, idList([]int64{userID}), n, least); err != nil {
+		if err := ib.countDown(ctx, tx, idList([]int64{userID}), n); err != nil {
 			return err
 		}
 		return ib.trimDue(ctx, tx)
@@ -155,14 +149,13 @@ const trimQuery = `WITH cut AS MATERIALIZED (
 
 // trim trims the inboxes of users exactly to cap in one DELETE and, when
 // reset (cap is at most Cap), gives them feed.InboxSlack(Cap) of room again.
-// Their heads are built again (the room's trigger).
 func (ib *Inbox) trim(ctx context.Context, tx *sql.Tx, users []int64, cap int, reset bool) error {
 	list := idList(users)
-	if _, err := tx.ExecContext(ctx, trimQuery, list, cap); err != nil {
+	if _, err := tx.ExecContext(ctx, trimQuery, list, cap); err != nil || !reset {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET room = CASE WHEN ?3 THEN ?2 ELSE room END, head_score = NULL
-		WHERE user_id IN (SELECT value FROM json_each(?1))`, list, feed.InboxSlack(ib.cap()), reset)
+	_, err := tx.ExecContext(ctx, `UPDATE inbox_trim SET room = ? WHERE user_id IN (SELECT value FROM json_each(?))`,
+		feed.InboxSlack(ib.cap()), list)
 	return err
 }
 
@@ -172,16 +165,9 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 	if len(userIDs) == 0 {
 		return nil
 	}
-	users := idList(userIDs)
-	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE score = ?1 AND post_id = ?2
-			AND user_id IN (SELECT value FROM json_each(?3))`, e.Score, e.PostID, users); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE inbox_head SET head = feedd_head_del(head, ?1, ?2)
-			WHERE user_id IN (SELECT value FROM json_each(?3)) AND feedd_head_has(head, ?1, ?2)`, e.Score, e.PostID, users)
-		return err
-	})
+	_, err := ib.DB.exec(ctx, `DELETE FROM inbox WHERE score = ? AND post_id = ?
+		AND user_id IN (SELECT value FROM json_each(?))`, e.Score, e.PostID, idList(userIDs))
+	return err
 }
 
 // inboxPageQuery is a page of Inbox.Page: ?1 the user, ?2 and ?3 the
@@ -206,17 +192,8 @@ const pageRowsMax = 32
 // head read, the page loop's refills) share this one plan.
 var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMIT "+strconv.Itoa(pageRowsMax)+" OFFSET ?4", 1)
 
-// Page implements feed.Inbox. A page of more than pageRowsMax entries
-// comes from the inbox's head and the rows above it when it lies within
-// them (headPage), otherwise from the rows; smaller pages read their rows,
-// which costs less than the head's row and the rows above it
-// (BENCHMARKS.md, "Ranked timeline").
+// Page implements feed.Inbox.
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	if limit > pageRowsMax && offset+limit <= headMax {
-		if es, ok, err := ib.headPage(ctx, userID, b, offset, limit); err != nil || ok {
-			return es, err
-		}
-	}
 	if limit <= pageRowsMax {
 		rows, err := ib.DB.read(ctx, inboxRowsQuery, userID, b.Max, b.BeforeID, offset)
 		return scanEntriesMax(rows, err, limit)
@@ -253,47 +230,6 @@ func parseEntries(s, p string, n int) ([]feed.Entry, error) {
 	}
 	slices.SortFunc(out, feed.CompareEntries) // group_concat promises no order
 	return out, nil
-}
-
-// headPageQuery reads, for a page of ?1's inbox within the bound (?2,
-// ?3), the head's top T, the head, and the entries within the bound above
-// T (at most headMax: one range of the primary key, from the bound down
-// to T), as two lists. No row when the inbox has no head.
-var headPageQuery = `SELECT t.head_score, t.head_post, h.head, n.s, n.p
-	FROM inbox_trim t JOIN inbox_head h ON h.user_id = t.user_id,
-		(SELECT group_concat(score) AS s, group_concat(post_id) AS p FROM (SELECT score, post_id FROM inbox
-			WHERE user_id = ?1 AND (score, post_id) > (SELECT head_score, head_post FROM inbox_trim WHERE user_id = ?1)
-			AND score <= ?2 AND (score < ?2 OR ?3 = 0 OR post_id < ?3)
-			ORDER BY score DESC, post_id DESC LIMIT ` + strconv.Itoa(headMax) + `)) n
-	WHERE t.user_id = ?1 AND t.head_score IS NOT NULL`
-
-// headPage is Page from the inbox's head and the entries above it
-// (headPageQuery), and true; false when the inbox has no head or they
-// cannot tell the page (it reaches past a head that is not whole).
-func (ib *Inbox) headPage(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, bool, error) {
-	rows, err := ib.DB.read(ctx, headPageQuery, userID, b.Max, b.BeforeID)
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return nil, false, rows.Err()
-	}
-	var top feed.Entry
-	var h sql.RawBytes
-	var scores, ids sql.NullString
-	if err := rows.Scan(&top.Score, &top.PostID, &h, &scores, &ids); err != nil {
-		return nil, false, err
-	}
-	if !validHead(h) {
-		return nil, false, nil
-	}
-	above, err := parseEntries(scores.String, ids.String, headMax)
-	if err != nil {
-		return nil, false, err
-	}
-	out, ok := packedHead(h).pageAbove(above, b, offset, limit)
-	return out, ok, rows.Close()
 }
 
 // Trim implements feed.Inbox, exactly: the newest cap entries in feed order

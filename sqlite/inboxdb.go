@@ -72,7 +72,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 	id := rand.Text()
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		if stale {
-			for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`, `DELETE FROM inbox_head`} {
+			for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return err
 				}
@@ -99,8 +99,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 	})
 }
 
-// adopt moves main's inbox rows (entries and rooms) into db; the heads of
-// the inboxes are built again there (the room's triggers). Copying is
+// adopt moves main's inbox rows (entries and rooms) into db. Copying is
 // idempotent (a row already here stays; a room takes the smaller count),
 // and main's rows are deleted only after db's copy is committed, so a
 // crash anywhere in between leaves every entry in at least one file and
@@ -127,7 +126,7 @@ func (db *DB) adopt(ctx context.Context, main *DB) error {
 	for _, q := range []string{
 		`INSERT OR IGNORE INTO main.inbox (user_id, score, post_id) SELECT user_id, score, post_id FROM old.inbox`,
 		`INSERT INTO main.inbox_trim (user_id, room) SELECT user_id, room FROM old.inbox_trim WHERE true
-			ON CONFLICT (user_id) DO UPDATE SET room = min(room, excluded.room), head_score = NULL`,
+			ON CONFLICT (user_id) DO UPDATE SET room = min(room, excluded.room)`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
@@ -137,7 +136,7 @@ func (db *DB) adopt(ctx context.Context, main *DB) error {
 		return err
 	}
 	return main.tx(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`, `DELETE FROM inbox_head`} {
+		for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}

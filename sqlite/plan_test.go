@@ -86,27 +86,3 @@ func TestTrimPlan(t *testing.T) {
 		t.Errorf("plan of the due inboxes:\n%s", plan)
 	}
 }
-
-// A page read from the inbox head reads the head's row and the inbox's
-// rows above its top in one range of the primary key, bounded at both
-// ends: never the whole inbox of the user.
-func TestHeadPagePlan(t *testing.T) {
-	db, err := Open(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	plan := strings.Join(queryPlan(t, db, headPageQuery, 7, 1_800_000_000_000, 0), "\n")
-	for _, want := range []string{
-		"SEARCH t USING INTEGER PRIMARY KEY (rowid=?)",
-		"SEARCH h USING INTEGER PRIMARY KEY (rowid=?)",
-		"SEARCH inbox USING PRIMARY KEY (user_id=? AND score>? AND score<?)",
-	} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("head page plan has no %q:\n%s", want, plan)
-		}
-	}
-	if strings.Contains(strings.NewReplacer("SCAN n", "", "SCAN (subquery-2)", "").Replace(plan), "SCAN") || strings.Contains(plan, "TEMP B-TREE") {
-		t.Errorf("head page plan scans or sorts:\n%s", plan)
-	}
-}

@@ -229,18 +229,24 @@ func TestMigrateFollowsPull(t *testing.T) {
 // each recorded as applied, then qs (its data). It returns the file's path.
 func dbBefore(t *testing.T, upto string, qs ...string) string {
 	t.Helper()
+	files, _ := filepath.Glob("migrations/*.sql")
+	files = slices.DeleteFunc(files, func(f string) bool { return f >= upto })
 	path := filepath.Join(t.TempDir(), "feedd.db")
+	dbOf(t, path, files, qs...)
+	return path
+}
+
+// dbOf makes the database file path: the migration files, run as they
+// are and each recorded as applied, then qs.
+func dbOf(t *testing.T, path string, files []string, qs ...string) {
+	t.Helper()
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	files, _ := filepath.Glob("migrations/*.sql")
 	all := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
 	for _, f := range files {
-		if f >= upto {
-			break
-		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -255,7 +261,6 @@ func dbBefore(t *testing.T, upto string, qs ...string) string {
 	if err := raw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return path
 }
 
 // A database created before 006_likes_author.sql gives its likes their
@@ -273,5 +278,20 @@ func TestMigrateLikesAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	feedtest.CheckLikesAuthored(t, db)
+	feedtest.CheckLikesAuthored(t, db, func(viewer int64) ([]feedtest.Like, error) {
+		rows, err := db.Read.QueryContext(ctx, `SELECT post_id, author_id, created_at FROM likes WHERE user_id = ?`, viewer)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []feedtest.Like
+		for rows.Next() {
+			var l feedtest.Like
+			if err := rows.Scan(&l.PostID, &l.AuthorID, &l.At); err != nil {
+				return nil, err
+			}
+			out = append(out, l)
+		}
+		return out, rows.Err()
+	})
 }

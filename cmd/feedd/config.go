@@ -16,6 +16,7 @@ import (
 	"github.com/feedd/feedd/fanout"
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/seed"
+	"github.com/feedd/feedd/rank"
 	"github.com/feedd/feedd/redis"
 )
 
@@ -66,7 +67,7 @@ type config struct {
 	shedWait       time.Duration // shed.go
 	maxLag         time.Duration // shed.go
 	// The ranked timeline and the filters (rankflags.go).
-	rank            feed.RankSettings
+	rank            rank.Settings
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
 

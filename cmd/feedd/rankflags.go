@@ -6,13 +6,14 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // declareRankFlags declares the flags of the ranked timeline and the
-// content filters (feed.RankSettings, feed.Service.ReportThreshold), with
-// their FEED_* fallbacks, defaulting to feed.DefaultRankSettings.
+// content filters (rank.Settings, feed.Service.ReportThreshold), with
+// their FEED_* fallbacks, defaulting to rank.Default.
 func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string), help func(usage, env string) string) {
-	d := feed.DefaultRankSettings()
+	d := rank.Default()
 	r := &c.rank
 	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
 		fs.DurationVar(p, name, def, help(usage, env))
@@ -25,13 +26,11 @@ func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string
 	fs.IntVar(&c.reportThreshold, "report-threshold", feed.DefaultReportThreshold, help("distinct reporters that hide a post from everyone but its author", "FEED_REPORT_THRESHOLD"))
 	fromEnv("report-threshold", "FEED_REPORT_THRESHOLD")
 	dur(&r.Window, "rank-window", "FEED_RANK_WINDOW", d.Window, "ranked timeline: candidates are timeline entries at most this old")
-	fs.IntVar(&r.Candidates, "rank-candidates", d.Candidates, help(fmt.Sprintf("ranked timeline: most entries ranked (1-%d)", feed.MaxRankCandidates), "FEED_RANK_CANDIDATES"))
+	fs.IntVar(&r.Candidates, "rank-candidates", d.Candidates, help(fmt.Sprintf("ranked timeline: most entries ranked (1-%d)", rank.MaxCandidates), "FEED_RANK_CANDIDATES"))
 	fromEnv("rank-candidates", "FEED_RANK_CANDIDATES")
 	fs.StringVar(&c.rankSnapshots, "rank-snapshots", "auto", help("ranked timeline: where scrolls' orders are kept: auto (redis with --redis-url, else memory on SQLite, database on PostgreSQL), memory (this process only), database or redis", "FEED_RANK_SNAPSHOTS"))
 	fromEnv("rank-snapshots", "FEED_RANK_SNAPSHOTS")
 	dur(&r.SnapshotTTL, "rank-snapshot-ttl", "FEED_RANK_SNAPSHOT_TTL", d.SnapshotTTL, "ranked timeline: how long a scroll's order is kept")
-	dur(&r.CountsTTL, "rank-counts-ttl", "FEED_RANK_COUNTS_TTL", d.CountsTTL, "ranked timeline: how long this process reuses a candidate post's like count (likes through other processes show after at most this; 0: read on every first page)")
-	dur(&r.ViewerTTL, "rank-viewer-ttl", "FEED_RANK_VIEWER_TTL", d.ViewerTTL, "ranked timeline: how long this process reuses a viewer's likes and follows (those made through other processes show after at most this; 0: read on every first page)")
 	dur(&r.RecencyHalfLife, "rank-recency-half-life", "FEED_RANK_RECENCY_HALF_LIFE", d.RecencyHalfLife, "ranked timeline: half-life of the recency feature")
 	dur(&r.AffinityWindow, "rank-affinity-window", "FEED_RANK_AFFINITY_WINDOW", d.AffinityWindow, "ranked timeline: likes this recent count towards affinity")
 	dur(&r.AffinityHalfLife, "rank-affinity-half-life", "FEED_RANK_AFFINITY_HALF_LIFE", d.AffinityHalfLife, "ranked timeline: half-life of a like's weight in affinity")
@@ -60,7 +59,7 @@ func (c *config) validRank() error {
 		return fmt.Errorf("--rank-snapshots must be auto, memory, database or redis")
 	}
 	if err := c.rank.Validate(); err != nil {
-		return fmt.Errorf("--rank-*: %s", feed.ErrorMessage(err))
+		return fmt.Errorf("--rank-*: %w", err)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestRankSnapshotsFlag(t *testing.T) {
 	}
 }
 
-// TestRankSettingsFlags: the model's settings reach feed.RankSettings,
+// TestRankSettingsFlags: the model's settings reach rank.Settings,
 // and an unusable one (a negative or infinite weight, a NaN prior, a zero
 // half-life) stops feedd before it serves, naming the rank settings.
 func TestRankSettingsFlags(t *testing.T) {

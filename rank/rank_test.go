@@ -1,4 +1,4 @@
-package feed
+package rank
 
 import (
 	"math"
@@ -10,15 +10,15 @@ import (
 // rankWorld is a random first page's inputs: candidates in feed order, the
 // viewer's affinities, and the time of the page.
 type rankWorld struct {
-	rs     RankSettings
+	rs     Settings
 	viewer int64
 	now    time.Time
-	cands  []RankCandidate
+	cands  []Candidate
 	aff    map[int64]Affinity
 }
 
 func newRankWorld(r *rand.Rand, n int) rankWorld {
-	rs := DefaultRankSettings()
+	rs := Default()
 	if r.IntN(2) == 0 { // other settings, drawn
 		rs.RecencyHalfLife = time.Duration(1+r.IntN(48)) * time.Hour
 		rs.AffinityPrior = 0.5 + r.Float64()*4
@@ -35,7 +35,7 @@ func newRankWorld(r *rand.Rand, n int) rankWorld {
 	for i := range n {
 		score -= int64(r.IntN(3)) * int64(r.IntN(3_600_000)) // equal scores too
 		author := int64(1 + r.IntN(30))
-		w.cands = append(w.cands, RankCandidate{PostID: int64(10_000 - i), AuthorID: author, Score: score,
+		w.cands = append(w.cands, Candidate{PostID: int64(10_000 - i), AuthorID: author, Score: score,
 			Likes: r.IntN(3) * r.IntN(40), LikedByViewer: r.IntN(8) == 0})
 		if _, ok := w.aff[author]; !ok && r.IntN(3) > 0 {
 			var a Affinity
@@ -55,22 +55,13 @@ func newRankWorld(r *rand.Rand, n int) rankWorld {
 	return w
 }
 
-// rank ranks w's candidates with a ranker.
-func (w rankWorld) rank() []RankedItem {
-	rk := newRanker(w.rs, w.viewer, w.aff, w.now)
-	defer rk.release()
-	for _, c := range w.cands {
-		rk.add(c, c.Score)
-	}
-	return rk.sorted()
-}
+// rank ranks w's candidates.
+func (w rankWorld) rank() []Item { return Order(w.rs, w.viewer, w.aff, w.now, w.cands) }
 
 // TestRankModel checks the ranked timeline's model against its
-// documentation (RankSettings), computed here from the formulas, with
+// documentation (Settings), computed here from the formulas, with
 // random candidates, affinities and settings: every feature, the score,
-// and the order (by score, best first; equal scores in feed order). The
-// ranker's reuse of its scratch space between pages is part of it: the
-// pages are ranked one after another.
+// and the order (by score, best first; equal scores in feed order).
 func TestRankModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -95,7 +86,7 @@ func TestRankModel(t *testing.T) {
 			}
 			c := w.cands[i]
 			a := w.aff[c.AuthorID]
-			want := [len(RankFeatures)]float64{
+			want := [len(Features)]float64{
 				exp2(w.now.Sub(time.UnixMilli(c.Score)), rs.RecencyHalfLife),
 				a.Likes / (a.Likes + rs.AffinityPrior),
 				0,
@@ -114,11 +105,11 @@ func TestRankModel(t *testing.T) {
 			}
 			for f := range want {
 				if math.Abs(it.Features[f]-want[f]) > 1e-12 {
-					t.Fatalf("seed %d: candidate %+v: %s %v, want %v", seed, c, RankFeatures[f], it.Features[f], want[f])
+					t.Fatalf("seed %d: candidate %+v: %s %v, want %v", seed, c, Features[f], it.Features[f], want[f])
 				}
 			}
 			view := it.View()
-			if view.Score != it.RankScore || view.Features["recency"] != it.Features[0] || len(view.Features) != len(RankFeatures) {
+			if view.Score != it.RankScore || view.Features["recency"] != it.Features[0] || len(view.Features) != len(Features) {
 				t.Fatalf("seed %d: view %+v of item %+v", seed, view, it)
 			}
 			if k > 0 {
@@ -131,40 +122,39 @@ func TestRankModel(t *testing.T) {
 	}
 }
 
-// BenchmarkRanker is the model's share of a first ranked page: scoring and
+// BenchmarkOrder is the model's share of a first ranked page: scoring and
 // sorting 150 candidates of 30 authors.
-func BenchmarkRanker(b *testing.B) {
+func BenchmarkOrder(b *testing.B) {
 	w := newRankWorld(rand.New(rand.NewPCG(1, 2)), 150)
 	for b.Loop() {
 		w.rank()
 	}
 }
 
-// TestRankSettingsValidate: the defaults are valid, and each unusable
-// setting is refused with EINVALID (an infinite weight would make scores
-// of NaN, which have no order).
-func TestRankSettingsValidate(t *testing.T) {
-	if err := DefaultRankSettings().Validate(); err != nil {
+// TestSettingsValidate: the defaults are valid, and each unusable
+// setting is refused (an infinite weight would make scores of NaN, which
+// have no order).
+func TestSettingsValidate(t *testing.T) {
+	if err := Default().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	bad := map[string]func(*RankSettings){
-		"window":          func(rs *RankSettings) { rs.Window = 0 },
-		"candidates":      func(rs *RankSettings) { rs.Candidates = MaxRankCandidates + 1 },
-		"snapshot TTL":    func(rs *RankSettings) { rs.SnapshotTTL = time.Millisecond },
-		"counts TTL":      func(rs *RankSettings) { rs.CountsTTL = -time.Second },
-		"half-life":       func(rs *RankSettings) { rs.RecencyHalfLife = 0 },
-		"affinity window": func(rs *RankSettings) { rs.AffinityWindow = -time.Hour },
-		"prior":           func(rs *RankSettings) { rs.EngagementPrior = 0 },
-		"infinite prior":  func(rs *RankSettings) { rs.AffinityPrior = math.Inf(1) },
-		"negative weight": func(rs *RankSettings) { rs.WLiked = -1 },
-		"infinite weight": func(rs *RankSettings) { rs.WRecency = math.Inf(1) },
-		"NaN weight":      func(rs *RankSettings) { rs.WEngagement = math.NaN() },
+	bad := map[string]func(*Settings){
+		"window":          func(rs *Settings) { rs.Window = 0 },
+		"candidates":      func(rs *Settings) { rs.Candidates = MaxCandidates + 1 },
+		"snapshot TTL":    func(rs *Settings) { rs.SnapshotTTL = time.Millisecond },
+		"half-life":       func(rs *Settings) { rs.RecencyHalfLife = 0 },
+		"affinity window": func(rs *Settings) { rs.AffinityWindow = -time.Hour },
+		"prior":           func(rs *Settings) { rs.EngagementPrior = 0 },
+		"infinite prior":  func(rs *Settings) { rs.AffinityPrior = math.Inf(1) },
+		"negative weight": func(rs *Settings) { rs.WLiked = -1 },
+		"infinite weight": func(rs *Settings) { rs.WRecency = math.Inf(1) },
+		"NaN weight":      func(rs *Settings) { rs.WEngagement = math.NaN() },
 	}
 	for name, spoil := range bad {
-		rs := DefaultRankSettings()
+		rs := Default()
 		spoil(&rs)
-		if err := rs.Validate(); ErrorCode(err) != EINVALID {
-			t.Errorf("%s: Validate() = %v, want EINVALID", name, err)
+		if err := rs.Validate(); err == nil {
+			t.Errorf("%s: Validate() = nil, want an error", name)
 		}
 	}
 }
@@ -175,11 +165,10 @@ func TestRankSettingsValidate(t *testing.T) {
 // and neither's age wraps around.
 func TestRankerExtremeScores(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
-	rk := newRanker(DefaultRankSettings(), 1, nil, now)
-	defer rk.release()
-	rk.add(RankCandidate{PostID: 1, AuthorID: 2, Score: 1<<47 - 1}, 1<<47-1)
-	rk.add(RankCandidate{PostID: 2, AuthorID: 2, Score: -1 << 47}, -1<<47)
-	got := rk.sorted()
+	got := Order(Default(), 1, nil, now, []Candidate{
+		{PostID: 2, AuthorID: 2, Score: -1 << 47},
+		{PostID: 1, AuthorID: 2, Score: 1<<47 - 1},
+	})
 	if got[0].PostID != 1 || got[0].Features[0] != 1 || got[1].Features[0] != 0 {
 		t.Fatalf("ranked %+v; want post 1 first with recency 1, post 2 with recency 0", got)
 	}
