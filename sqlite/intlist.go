@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -43,4 +45,24 @@ func cutInt(s string, sep byte) (int64, string, error) {
 		return -int64(n), rest, nil
 	}
 	return int64(n), rest, nil
+}
+
+// eachTuple parses list, space-separated tuples of len(f) comma-separated
+// integers, calling fn with each in f.
+func eachTuple(list string, f []int64, fn func()) error {
+	for list != "" {
+		for i := range f {
+			sep := byte(',')
+			if i == len(f)-1 {
+				sep = ' '
+			}
+			n, rest, err := cutInt(list, sep)
+			if err != nil || (rest == "" && i < len(f)-1) {
+				return fmt.Errorf("sqlite: tuple list: %w", cmp.Or(err, errIntList))
+			}
+			f[i], list = n, rest
+		}
+		fn()
+	}
+	return nil
 }

@@ -42,11 +42,32 @@ func TestIntLists(t *testing.T) {
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("parseIDList(%q) = %v, %v; want %v", list, got, err, want)
 		}
+		// The same numbers as tuples of 1..3 (space-separated, comma within).
+		width := 1 + rng.IntN(3)
+		n := len(ids) / width * width
+		if n == 0 {
+			continue
+		}
+		var tuples []string
+		for i := 0; i < n; i += width {
+			tuples = append(tuples, strings.Join(fields[i:i+width], ","))
+		}
+		f := make([]int64, width)
+		var read []int64
+		if err := eachTuple(strings.Join(tuples, " "), f, func() { read = append(read, f...) }); err != nil || !slices.Equal(read, ids[:n]) {
+			t.Fatalf("eachTuple(%q, %d) read %v, %v; want %v", strings.Join(tuples, " "), width, read, err, ids[:n])
+		}
 	}
 	for _, bad := range []string{",", "1,", ",1", "1,,2", "-", "1-2", "+1", " 1", "1 ", "1,a", "9223372036854775808",
 		"-9223372036854775809", "99999999999999999999", "1.5", "0x10"} {
 		if got, err := parseIDList(&bad); err == nil {
 			t.Errorf("parseIDList(%q) = %v, want an error", bad, got)
+		}
+	}
+	f := make([]int64, 2)
+	for _, bad := range []string{"1", "1 2", "1,2,3", "1,2 3", "1,2 ", "1,2  3,4", "1,,2", ",1 2,3", "1,2 3,x"} {
+		if err := eachTuple(bad, f, func() {}); err == nil {
+			t.Errorf("eachTuple(%q, 2) accepted", bad)
 		}
 	}
 }
@@ -60,6 +81,21 @@ func BenchmarkIDList(b *testing.B) {
 	list := strings.Join(fields, ",")
 	for b.Loop() {
 		if _, err := parseIDList(&list); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTuples is the parse of a first ranked page's 150 candidates.
+func BenchmarkTuples(b *testing.B) {
+	tuples := make([]string, 150)
+	for i := range tuples {
+		tuples[i] = strconv.Itoa(1_800_000_000_000+i*1000) + "," + strconv.Itoa(5_000_000+i)
+	}
+	list := strings.Join(tuples, " ")
+	f := make([]int64, 2)
+	for b.Loop() {
+		if err := eachTuple(list, f, func() {}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,61 +15,68 @@ var (
 	_ feed.SnapshotStore = (*DB)(nil)
 )
 
-// Candidates implements feed.RankStore: only what the model needs, by
-// primary key.
+// candidatesQuery is Candidates in one row: the posts among ?2 (a JSON
+// array), "id,author,created,likes,liked" each (liked: 1 when the viewer
+// ?1 likes it), space-separated; NULL when none. One row instead of one
+// per post: in modernc's SQLite stepping a row and handing over its values
+// cost more than the lookups (a first ranked page's profile).
+const candidatesQuery = `SELECT group_concat(p.id || ',' || p.user_id || ',' || p.created_at || ',' || p.liked || ',' ||
+		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id), ' ')
+	FROM json_each(?2) j JOIN posts p ON p.id = j.value`
+
+// Candidates implements feed.RankStore with candidatesQuery.
 func (db *DB) Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]rank.Candidate, error) {
 	out := make(map[int64]rank.Candidate, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.read(ctx, `SELECT p.id, p.user_id, p.created_at, p.liked,
-		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
-		FROM posts p
-		WHERE p.id IN (SELECT value FROM json_each(?2))`, viewerID, idList(ids))
-	if err != nil {
+	var list sql.NullString
+	if err := db.readRow(ctx, candidatesQuery, viewerID, idList(ids)).Scan(&list); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var c rank.Candidate
-		if err := rows.Scan(&c.PostID, &c.AuthorID, &c.Score, &c.Likes, &c.LikedByViewer); err != nil {
-			return nil, err
-		}
-		out[c.PostID] = c
-	}
-	return out, rows.Err()
+	var f [5]int64
+	err := eachTuple(list.String, f[:], func() {
+		out[f[0]] = rank.Candidate{PostID: f[0], AuthorID: f[1], Score: f[2], Likes: int(f[3]), LikedByViewer: f[4] != 0}
+	})
+	return out, err
 }
 
-// Affinity implements feed.RankStore: the viewer's likes of the authors'
-// posts since `since` (one row per like, decayed here) and the follows.
+// affinityQuery is Affinity in one row: the viewer's (?1) likes since ?2
+// of posts by the authors ?3 (a JSON array), "author,liked_at" each, and
+// the viewer's follows of those authors, "author,followed_at" each (each
+// list space-separated, NULL when empty).
+const affinityQuery = `SELECT
+	(SELECT group_concat(author_id || ',' || created_at, ' ') FROM likes
+		WHERE user_id = ?1 AND created_at >= ?2 AND author_id IN (SELECT value FROM json_each(?3))),
+	(SELECT group_concat(followee_id || ',' || created_at, ' ') FROM follows
+		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3)))`
+
+// Affinity implements feed.RankStore with affinityQuery, the likes
+// decayed here.
 func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, since, now time.Time, halfLife time.Duration) (map[int64]rank.Affinity, error) {
 	out := map[int64]rank.Affinity{}
 	if len(authorIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.read(ctx, `SELECT 0, author_id, created_at FROM likes
-		WHERE user_id = ?1 AND created_at >= ?2 AND author_id IN (SELECT value FROM json_each(?3))
-		UNION ALL SELECT 1, followee_id, created_at FROM follows
-		WHERE follower_id = ?1 AND followee_id IN (SELECT value FROM json_each(?3))`, viewerID, ms(since), idList(authorIDs))
+	var likes, follows sql.NullString
+	if err := db.readRow(ctx, affinityQuery, viewerID, ms(since), idList(authorIDs)).Scan(&likes, &follows); err != nil {
+		return nil, err
+	}
+	var f [2]int64
+	err := eachTuple(likes.String, f[:], func() {
+		a := out[f[0]]
+		a.Likes += rank.Decay(now.Sub(time.UnixMilli(f[1])), halfLife)
+		out[f[0]] = a
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind int
-		var author, at int64
-		if err := rows.Scan(&kind, &author, &at); err != nil {
-			return nil, err
-		}
-		a := out[author]
-		if kind == 0 {
-			a.Likes += rank.Decay(now.Sub(time.UnixMilli(at)), halfLife)
-		} else {
-			a.FollowedAt = time.UnixMilli(at)
-		}
-		out[author] = a
-	}
-	return out, rows.Err()
+	err = eachTuple(follows.String, f[:], func() {
+		a := out[f[0]]
+		a.FollowedAt = time.UnixMilli(f[1])
+		out[f[0]] = a
+	})
+	return out, err
 }
 
 // SaveSnapshot implements feed.SnapshotStore. It also drops the viewer's
