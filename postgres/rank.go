@@ -74,22 +74,22 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 	return out, rows.Err()
 }
 
-// SaveSnapshot implements feed.SnapshotStore. It also drops the viewer's
-// snapshots beyond the newest few and every expired one.
+// saveSnapshotQuery is SaveSnapshot in one statement (one round trip, its
+// own transaction): the viewer's ($2) snapshot $1 is inserted, and every
+// expired snapshot ($4: now) and the viewer's beyond the newest $6 are
+// deleted (all three see the table as it was before the statement, so the
+// new snapshot is never among those deleted).
+const saveSnapshotQuery = `WITH expired AS (DELETE FROM rank_snapshots WHERE expires_at <= $4),
+	old AS (DELETE FROM rank_snapshots WHERE user_id = $2 AND id NOT IN
+		(SELECT id FROM rank_snapshots WHERE user_id = $2 ORDER BY created_at DESC LIMIT $6))
+	INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`
+
+// SaveSnapshot implements feed.SnapshotStore with saveSnapshotQuery. It
+// also drops the viewer's snapshots beyond the newest few and every
+// expired one.
 func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []rank.Item, now, expires time.Time) error {
-	body := rank.EncodeSnapshot(items)
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM rank_snapshots WHERE expires_at <= $1`, now.UnixMilli()); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM rank_snapshots WHERE user_id = $1 AND id NOT IN
-			(SELECT id FROM rank_snapshots WHERE user_id = $1 ORDER BY created_at DESC LIMIT $2)`, viewerID, feed.SnapshotsKept-1); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-			id, viewerID, string(body), now.UnixMilli(), expires.UnixMilli())
-		return err
-	})
+	_, err := db.Pool.Exec(ctx, saveSnapshotQuery, id, viewerID, string(rank.EncodeSnapshot(items)), now.UnixMilli(), expires.UnixMilli(), feed.SnapshotsKept-1)
+	return err
 }
 
 // Snapshot implements feed.SnapshotStore.
