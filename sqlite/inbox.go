@@ -188,8 +188,8 @@ const pageRowsMax = 32
 // statement whose LIMIT parameter changes from one run to the next is
 // compiled again each time (about twice the cost of a 10-entry page on
 // this package's benchmark machine: BENCHMARKS.md, "SQLite
-// inboxes"); pages of various sizes (clients' limits, a ranked page's
-// head read, the page loop's refills) share this one plan.
+// inboxes"); pages of various sizes (clients' limits, the page loop's
+// refills) share this one plan.
 var inboxRowsQuery = strings.Replace(inboxPageQuery, "LIMIT ?4 OFFSET ?5", "LIMIT "+strconv.Itoa(pageRowsMax)+" OFFSET ?4", 1)
 
 // Page implements feed.Inbox.
