@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // TestExpiredRowsSwept checks that what expires in the database is deleted
@@ -69,7 +69,7 @@ func TestExpiredRowsSwept(t *testing.T) {
 	// user's one in force stays.
 	exec(`INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) SELECT 'old' || g, g, '[]', $1, $1 FROM generate_series(1, 150) g`, old)
 	exec(`INSERT INTO rank_snapshots (id, user_id, items, created_at, expires_at) VALUES ('live', 7, '[]', $1, $2)`, now.UnixMilli(), now.Add(time.Minute).UnixMilli())
-	if err := db.SaveSnapshot(ctx, 9, "new", []feed.RankedItem{{PostID: 1}}, now, now.Add(time.Minute)); err != nil {
+	if err := db.SaveSnapshot(ctx, 9, "new", []rank.Item{{PostID: 1}}, now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(`SELECT count(*) FROM rank_snapshots WHERE id LIKE 'old%'`); n != 0 {
