@@ -48,6 +48,9 @@ type Service struct {
 	Snapshots SnapshotStore
 	// Rank is the ranked timeline's model; DefaultRankSettings if nil.
 	Rank *RankSettings
+	// Notify serves the notification groups (notify.go); nil: the
+	// notification reads answer ENOTFOUND.
+	Notify NotifyStore
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int
