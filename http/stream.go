@@ -308,6 +308,13 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 			if err := out.event("delete", "", V1Deleted{ID: ev.Entry.PostID}); err != nil {
 				return err
 			}
+		case feed.EventNotification:
+			if err := flushRun(); err != nil {
+				return err
+			}
+			if err := s.streamNotification(ctx, uid, out, ev.Entry.PostID); err != nil {
+				return err
+			}
 		}
 	}
 	return flushRun()

@@ -161,6 +161,7 @@ type stores interface {
 	feed.FilterStore
 	feed.RankStore
 	feed.SnapshotStore
+	feed.NotifyStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -186,6 +187,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	// newQueue makes the database's job queue, once the workers' Deps are known.
 	var newQueue func(*fanout.Deps) error
 	var readLag func(context.Context) (time.Duration, error) // the fan-out lag, in the database's SQL
+	var notified func(func([]feed.Notice))                   // sets the database's Notified hook
 	if c.databaseURL != "" {
 		db, err := postgres.Open(ctx, c.databaseURL)
 		if err != nil {
@@ -193,6 +195,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
+		db.Notify = c.notifySettings()
+		notified = func(f func([]feed.Notice)) { db.Notified = f }
 		a.health = db.Pool.Ping
 		a.metrics.WatchPostgres(db.Pool)
 		a.jobCounts = func(ctx context.Context) ([]metrics.JobCount, error) { return countJobsPG(ctx, db.Pool) }
@@ -222,6 +226,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
 		st, outbox, rates = db, &sqlite.Outbox{DB: db}, db
+		db.Notify = c.notifySettings()
+		notified = func(f func([]feed.Notice)) { db.Notified = f }
 		a.health = db.Read.PingContext
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		if !c.redisConfigured() {
@@ -320,6 +326,12 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
+	if c.cmd != "migrate" {
+		// Notification groups reach live streams as events (cmd/feedd/notify.go).
+		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		notified(publishNotices(nctx, a.events, log))
+		a.closers = append(a.closers, func() error { stop(); return nil })
+	}
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
 		Events:  a.events,
@@ -351,6 +363,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
+		Notify: st,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

@@ -66,6 +66,9 @@ type config struct {
 	rank            feed.RankSettings
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
+	// Grouped notifications (notify.go).
+	notifyOn bool
+	notify   feed.NotifySettings
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -147,6 +150,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	dur(&c.maxLag, "max-lag", "FEED_MAX_LAG", defaultMaxLag, "fan-out lag (oldest new post not yet being delivered) above which a process that also works jobs tightens --max-reads and --max-writes until fan-out catches up (0: never)")
 	declareRankFlags(fs, c, fromEnv, help)
+	declareNotifyFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -221,6 +225,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if _, err := redis.ParseLayout(c.inboxLayout); err != nil {
 		return nil, fmt.Errorf("--inbox-layout: %w", err)
+	}
+	if err := c.validNotify(); err != nil {
+		return nil, err
 	}
 	if err := c.validRank(); err != nil {
 		return nil, err
