@@ -27,12 +27,16 @@ func TestBrowserNotifications(t *testing.T) {
 	aID := c.me(a).ID
 	bName, cName, dName := c.me(bo).NickName, c.me(cy).NickName, c.me(di).NickName
 	// A's timeline: A follows B and C, who post; A has liked C's older
-	// posts (affinity), so the ranked order has something to weigh.
+	// posts, so C's two newer ones (affinity) rank above B's four newest
+	// in the ranked order, and below them in the chronological one.
 	c.want(204, "PUT", "/v1/following/{id}", a, nil, nil, c.me(bo).ID)
 	c.want(204, "PUT", "/v1/following/{id}", a, nil, nil, c.me(cy).ID)
 	for i := range 4 {
 		cp := c.publish(cy, fmt.Sprintf("C's post %d", i))
 		c.want(204, "PUT", "/v1/posts/{id}/like", a, nil, nil, cp.ID)
+	}
+	for i := range 2 {
+		c.publish(cy, fmt.Sprintf("C's new post %d", i))
 	}
 	for i := range 4 {
 		c.publish(bo, fmt.Sprintf("B's post %d", i))
@@ -41,7 +45,7 @@ func TestBrowserNotifications(t *testing.T) {
 
 	b := newBrowser(t, chromium, s.base)
 	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`localStorage.setItem('feedd.token', %q)`, a)), chromedp.Navigate(s.base+"/"))
-	b.until("A's timeline", `document.querySelectorAll('#timeline [data-test=post]').length >= 9`)
+	b.until("A's timeline", `document.querySelectorAll('#timeline [data-test=post]').length >= 11`)
 	if n := eval[string](b, `document.querySelector('[data-test=unread-count]').hidden ? 'hidden' : document.querySelector('[data-test=unread-count]').textContent`); n != "hidden" {
 		t.Fatalf("the bell shows %q before any notification, want no count", n)
 	}
@@ -84,7 +88,7 @@ func TestBrowserNotifications(t *testing.T) {
 
 	// Home: Latest, then For you.
 	b.do(chromedp.Navigate(s.base + "/#/"))
-	b.until("the timeline", `!document.getElementById('home').hidden && document.querySelectorAll('#timeline [data-test=post]').length >= 9`)
+	b.until("the timeline", `!document.getElementById('home').hidden && document.querySelectorAll('#timeline [data-test=post]').length >= 11`)
 	chrono := postIDs(c.timeline(a, 100))
 	if got := b.postIDs("#timeline"); !slices.Equal(got, chrono) {
 		t.Fatalf("Latest shows %v, want %v", got, chrono)
@@ -104,7 +108,9 @@ func TestBrowserNotifications(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("ranked %v, latest %v (differ: %v)", ranked, chrono, !slices.Equal(ranked, chrono))
+	if slices.Equal(ranked, chrono) {
+		t.Fatalf("the ranked order is the chronological one (%v): the switch shows nothing", ranked)
+	}
 	b.click(`[data-test=order-latest]`)
 	b.until("Latest again", fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('#timeline [data-test=post]')].map(e => Number(e.dataset.postId))) === %q`,
 		strings.ReplaceAll(fmt.Sprint(chrono), " ", ",")))
