@@ -36,6 +36,7 @@ Usage:
   feedd bench stream  [flags]   live stream: event latency after publish, memory of --streams idle streams
   feedd bench mixed   [flags]   open-loop mixed traffic at --rate: latency, shedding and feed freshness
   feedd bench rank    [flags]   NDCG@10 of the ranked timeline against the chronological one, and page latency
+  feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -73,6 +74,7 @@ type benchFlags struct {
 	maxInFlight  int
 	workersApart bool
 	rank         bench.RankOptions
+	notify       bench.NotifyOptions
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -82,17 +84,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed or rank")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank or notify")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "notify":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed or rank)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank or notify)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -173,6 +175,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}()
 	}
 
+	var setNotify func(on bool) // bench notify: --notify, switched within the run
 	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Layout: redis.Layout(c.inboxLayout), Progress: stderr}
 	if sub != "memory" {
 		cleanup, err := benchDatabase(ctx, c, tag, set["data"])
@@ -200,6 +203,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer s.Close()
 		}
 		env.Service = a.service
+		setNotify = notifySwitch(a.service.Posts)
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health
@@ -326,6 +330,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "notify":
+		opt := bf.notify
+		opt.Runs, opt.SetNotify = bf.runs, setNotify
+		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -385,6 +398,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank: write a CPU profile (pprof) of feedd's part of the last run (mixed: of the whole process; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
+	declareNotifyBenchFlags(fs, &bf.notify)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
