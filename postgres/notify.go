@@ -91,24 +91,42 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 	if db.Notify.Off || userID == actorID || userID <= 0 {
 		return nil
 	}
+	// One round trip takes the lock and checks mutes and blocks (actor 0,
+	// moderation, has none); the open group is read by the next statement,
+	// whose snapshot is taken once the lock is held.
+	var quiet bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $2)
+		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
+		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1)
+		FROM (SELECT pg_advisory_xact_lock($3)) lock`, userID, actorID, notifyLockKey(userID, kind, target)).Scan(&quiet); err != nil || quiet {
+		return err
+	}
+	open := ms(now) - db.Notify.GroupWindow().Milliseconds()
+	var gid int64
 	if actorID != 0 {
-		var quiet bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $2)
-			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
-			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1)`, userID, actorID).Scan(&quiet); err != nil || quiet {
+		// The common case in one statement: the open group (the newest of
+		// the target, if its first event is within the window) gains the
+		// actor's row and, if the row is new, one in its count.
+		err := tx.QueryRow(ctx, `WITH g AS (SELECT id FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
+				ORDER BY first_at DESC, id DESC LIMIT 1),
+			o AS (SELECT g.id FROM g JOIN notify_groups n ON n.id = g.id WHERE n.first_at > $6),
+			added AS (INSERT INTO notify_actors (group_id, actor_id, at) SELECT id, $4, $5 FROM o ON CONFLICT DO NOTHING RETURNING 1)
+			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $5)
+			WHERE id = (SELECT id FROM o) RETURNING id`, userID, kind, target, actorID, ms(now), open).Scan(&gid)
+		if err == nil {
+			db.notice(tx, userID, gid)
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, notifyLockKey(userID, kind, target)); err != nil {
-		return err
-	}
-	var gid, first int64
+	var first int64
 	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
 		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	if err != nil || ms(now)-first >= db.Notify.GroupWindow().Milliseconds() {
+	if err != nil || first <= open {
 		if err := tx.QueryRow(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
 			VALUES ($1, $2, $3, $4, $5, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
 			return err
@@ -120,12 +138,9 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 	if actorID == 0 {
 		_, err = tx.Exec(ctx, `UPDATE notify_groups SET count = 1, action = $1, latest_at = GREATEST(latest_at, $2) WHERE id = $3`, action, ms(now), gid)
 	} else {
-		tag, ierr := tx.Exec(ctx, `INSERT INTO notify_actors (group_id, actor_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, gid, actorID, ms(now))
-		if ierr != nil {
-			return ierr
-		}
-		added := tag.RowsAffected()
-		_, err = tx.Exec(ctx, `UPDATE notify_groups SET count = count + $1, latest_at = GREATEST(latest_at, $2) WHERE id = $3`, added, ms(now), gid)
+		// The actor's row and the count in one statement.
+		_, err = tx.Exec(ctx, `WITH added AS (INSERT INTO notify_actors (group_id, actor_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1)
+			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $3) WHERE id = $1`, gid, actorID, ms(now))
 	}
 	if err != nil {
 		return err
