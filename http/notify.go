@@ -130,6 +130,23 @@ func (s *Server) v1DismissNotification() http.Handler {
 	})
 }
 
+// latestNotifications marks, in a batch of a stream's events, the last
+// notification event of each group: a burst of likes of one post is one
+// read and one event per batch, not one per like.
+func latestNotifications(batch []feed.Event) map[int]bool {
+	last := map[int64]int{}
+	for i, ev := range batch {
+		if ev.Kind == feed.EventNotification {
+			last[ev.Entry.PostID] = i
+		}
+	}
+	out := make(map[int]bool, len(last))
+	for _, i := range last {
+		out[i] = true
+	}
+	return out
+}
+
 // streamNotification sends group groupID of uid as a notification event:
 // the group as the list shows it, or {"key", "removed": true} when it is
 // gone.

@@ -295,7 +295,8 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 		}
 		return out.posts(views)
 	}
-	for _, ev := range batch {
+	latest := latestNotifications(batch)
+	for i, ev := range batch {
 		switch ev.Kind {
 		case feed.EventPost:
 			if !out.seen[ev.Entry.PostID] {
@@ -309,6 +310,9 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 				return err
 			}
 		case feed.EventNotification:
+			if !latest[i] {
+				continue // the group's later event in this batch sends it
+			}
 			if err := flushRun(); err != nil {
 				return err
 			}
