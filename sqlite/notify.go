@@ -89,21 +89,19 @@ func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind stri
 	if db.Notify.Off || userID == actorID || userID <= 0 {
 		return nil
 	}
-	if actorID != 0 {
-		var quiet bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = ?2)
+	// One statement: whether the actor is muted or blocked (actor 0,
+	// moderation, never is), and the target's newest group.
+	var quiet bool
+	var newest, first sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = ?2)
 			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?1 AND blocked_id = ?2)
-			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = ?1)`, userID, actorID).Scan(&quiet); err != nil || quiet {
-			return err
-		}
-	}
-	var gid, first int64
-	err := tx.QueryRowContext(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = ? AND kind = ? AND target_id = ?
-		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = ?1), g.id, g.first_at
+		FROM (SELECT 1) LEFT JOIN (SELECT id, first_at FROM notify_groups WHERE user_id = ?1 AND kind = ?3 AND target_id = ?4
+			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true`, userID, actorID, kind, target).Scan(&quiet, &newest, &first); err != nil || quiet {
 		return err
 	}
-	if err != nil || ms(now)-first >= db.Notify.GroupWindow().Milliseconds() {
+	gid := newest.Int64
+	if !newest.Valid || ms(now)-first.Int64 >= db.Notify.GroupWindow().Milliseconds() {
 		if err := tx.QueryRowContext(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
 			VALUES (?, ?, ?, ?, ?, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
 			return err
@@ -112,6 +110,7 @@ func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind stri
 			return err
 		}
 	}
+	var err error
 	if actorID == 0 {
 		_, err = tx.ExecContext(ctx, `UPDATE notify_groups SET count = 1, action = ?, latest_at = max(latest_at, ?) WHERE id = ?`, action, ms(now), gid)
 	} else {
