@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	feed "github.com/feedd/feedd"
 )
@@ -41,21 +42,43 @@ const noticeBuffer = 4096
 
 // publishNotices returns the stores' Notified hook: it queues the notices
 // of a committed transaction (it is called under SQLite's write turn, so it
-// must not wait on a broker) and one goroutine publishes them, in order,
-// as live events until ctx ends. Live events are best effort: when the
-// queue is full the notice is dropped (the group is still stored; a client
-// sees it at its next read).
+// must not wait on a broker) and one goroutine publishes them as live
+// events until ctx ends. What is queued when it looks is published once
+// per group, in order of first appearance: a burst of likes of one post is
+// one event per round, not one per like. Live events are best effort: a
+// notice that finds the queue full is dropped (the group is stored; a
+// client sees it at its next read), and the drops are logged once a round.
 func publishNotices(ctx context.Context, events feed.EventService, log *slog.Logger) func([]feed.Notice) {
 	q := make(chan feed.Notice, noticeBuffer)
+	var dropped atomic.Int64
 	go func() {
 		for {
+			var round []feed.Notice
 			select {
 			case <-ctx.Done():
 				return
 			case n := <-q:
+				round = append(round, n)
+			}
+			seen := map[feed.Notice]bool{round[0]: true}
+			for more := true; more && len(round) < noticeBuffer; {
+				select {
+				case n := <-q:
+					if !seen[n] {
+						seen[n] = true
+						round = append(round, n)
+					}
+				default:
+					more = false
+				}
+			}
+			for _, n := range round {
 				if err := events.Publish(ctx, feed.NoticeEvent(n)); err != nil && ctx.Err() == nil {
 					log.Warn("publish notification event", "user_id", n.UserID, "error", err)
 				}
+			}
+			if k := dropped.Swap(0); k > 0 {
+				log.Warn("notification events dropped: the queue was full", "dropped", k)
 			}
 		}
 	}()
@@ -64,7 +87,7 @@ func publishNotices(ctx context.Context, events feed.EventService, log *slog.Log
 			select {
 			case q <- n:
 			default:
-				log.Warn("notification event dropped: queue full", "user_id", n.UserID)
+				dropped.Add(1)
 			}
 		}
 	}

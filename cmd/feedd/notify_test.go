@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
+	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -147,5 +152,47 @@ func TestNotifyStreamAcrossProcesses(t *testing.T) {
 				t.Fatalf("follow event %+v", f)
 			}
 		})
+	}
+}
+
+// gatedEvents records publishes; the first waits for gate.
+type gatedEvents struct {
+	feed.EventService
+	gate      chan struct{}
+	entered   chan struct{}
+	mu        sync.Mutex
+	published []int64
+}
+
+func (g *gatedEvents) Publish(ctx context.Context, ev feed.Event) error {
+	g.mu.Lock()
+	first := len(g.published) == 0
+	g.published = append(g.published, ev.Entry.PostID)
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.gate
+	}
+	return nil
+}
+
+// TestPublishNotices: notices queued while a publish is in flight are
+// published once per group, in order of first appearance.
+func TestPublishNotices(t *testing.T) {
+	g := &gatedEvents{gate: make(chan struct{}), entered: make(chan struct{})}
+	notify := publishNotices(t.Context(), g, slog.New(slog.DiscardHandler))
+	notify([]feed.Notice{{UserID: 1, GroupID: 1}})
+	<-g.entered
+	for range 50 {
+		notify([]feed.Notice{{UserID: 1, GroupID: 1}})
+	}
+	notify([]feed.Notice{{UserID: 1, GroupID: 2}, {UserID: 1, GroupID: 1}})
+	close(g.gate)
+	waitFor(t, "the second round", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.published) >= 3 })
+	time.Sleep(50 * time.Millisecond) // nothing more comes
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !slices.Equal(g.published, []int64{1, 1, 2}) {
+		t.Fatalf("published groups %v, want [1 1 2]", g.published)
 	}
 }
