@@ -17,6 +17,7 @@
 //	rank.go     the ranked timeline: settings, candidates, pages
 //	ranker.go   the ranked timeline's model: features, score, order
 //	event.go    live timeline events (EventService)
+//	notify.go   grouped notifications (NotifyStore)
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
 //	error.go    error codes
