@@ -114,7 +114,11 @@ func Notify(ctx context.Context, env *Env, opt NotifyOptions) (*NotifyResult, er
 	}
 	var onPerS, offPerS, onP50, onP99, offP50, offP99 []float64
 	for run := range opt.Runs {
-		for _, on := range []bool{false, true} {
+		order := []bool{false, true} // alternated, so neither phase always runs second
+		if run%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, on := range order {
 			author := offAuthor
 			if on {
 				author = onAuthor

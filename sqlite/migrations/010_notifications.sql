@@ -27,8 +27,8 @@ CREATE TABLE notify_actors (
 ) WITHOUT ROWID;
 -- A group's newest actors.
 CREATE INDEX notify_actors_newest ON notify_actors (group_id, at, actor_id);
--- An actor's rows, for blocks and mutes.
-CREATE INDEX notify_actors_actor ON notify_actors (actor_id, group_id);
+-- No index by actor: a block or a mute finds the actor's rows through
+-- the user's groups (at most the groups kept) and the primary key.
 
 -- Each user's read marker: groups whose latest_at is not after it are read.
 CREATE TABLE notify_read (
