@@ -49,28 +49,28 @@ func (c *v1Client) unread(token string) int {
 	return n.Count
 }
 
-// notificationEvent waits for st's next notification event (skipping
-// posts), checked against the document.
+// notificationEvent waits for st's next notification event, checked
+// against the document.
 func notificationEvent(t *testing.T, c *v1Client, st *sseStream) apiNotification {
 	t.Helper()
-	for {
-		ev := st.next(t)
-		if ev.Kind != "notification" {
-			continue
-		}
-		var n apiNotification
-		if err := json.Unmarshal([]byte(ev.Data), &n); err != nil {
-			t.Fatalf("notification event %q: %v", ev.Data, err)
-		}
-		schema := "Notification"
-		if n.Removed {
-			schema = "NotificationGone"
-		}
-		if err := c.api.validate(map[string]any{"$ref": "#/components/schemas/" + schema}, mustJSON(t, ev.Data), "event"); err != nil {
-			t.Fatalf("notification event data: %v", err)
-		}
-		return n
+	var ev sseEvent
+	select {
+	case ev = <-st.notes:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notification event within 30s")
 	}
+	var n apiNotification
+	if err := json.Unmarshal([]byte(ev.Data), &n); err != nil {
+		t.Fatalf("notification event %q: %v", ev.Data, err)
+	}
+	schema := "Notification"
+	if n.Removed {
+		schema = "NotificationGone"
+	}
+	if err := c.api.validate(map[string]any{"$ref": "#/components/schemas/" + schema}, mustJSON(t, ev.Data), "event"); err != nil {
+		t.Fatalf("notification event data: %v", err)
+	}
+	return n
 }
 
 // v1NotifyExchanges exercises the notification routes for TestV1API,
