@@ -14,6 +14,9 @@ const (
 	EventPost = "post"
 	// EventDelete: the post of an entry was deleted.
 	EventDelete = "delete"
+	// EventNotification: a notification group of Users[0] was created,
+	// changed or removed; Entry.PostID is the group's id (notify.go).
+	EventNotification = "notification"
 )
 
 // Event tells live streams that an entry landed in, or left, timelines.
@@ -94,7 +97,7 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
 	}
-	if w.Kind != EventPost && w.Kind != EventDelete {
+	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventNotification {
 		return Event{}, fmt.Errorf("unknown event kind %q", w.Kind)
 	}
 	return Event{Kind: w.Kind, Entry: Entry{Score: w.Score, PostID: w.PostID}, Users: w.Users, Author: w.Author}, nil

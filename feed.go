@@ -17,6 +17,7 @@
 //	rank.go     the ranked timeline: candidates, snapshots, pages (the
 //	            model itself is package rank)
 //	event.go    live timeline events (EventService)
+//	notify.go   grouped notifications (NotifyStore)
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
 //	error.go    error codes

@@ -50,6 +50,9 @@ type Service struct {
 	Snapshots SnapshotStore
 	// Rank is the ranked timeline's model; rank.Default() if nil.
 	Rank *rank.Settings
+	// Notify serves the notification groups (notify.go); nil: the
+	// notification reads answer ENOTFOUND.
+	Notify NotifyStore
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

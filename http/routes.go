@@ -68,6 +68,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/muted-words/{word}", v1(s.v1SetMutedWord(true)))
 	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.v1SetMutedWord(false)))
 	mux.Handle("POST /v1/posts/{id}/report", v1(s.v1Report()))
+	mux.Handle("GET /v1/notifications", v1(s.v1Notifications()))
+	mux.Handle("GET /v1/notifications/unread-count", v1(s.v1UnreadNotifications()))
+	mux.Handle("POST /v1/notifications/read", v1(s.v1ReadNotifications()))
+	mux.Handle("DELETE /v1/notifications/{key}", v1(s.v1DismissNotification()))
 	mux.Handle("/v1/", s.v1NotFound())
 
 	// feedd's own web page (web/): the document at exactly / and its

@@ -310,8 +310,9 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 		}
 		return err
 	}
-	for _, ev := range batch {
-		if tr.Enabled() {
+	latest := latestNotifications(batch)
+	for i, ev := range batch {
+		if tr.Enabled() && ev.Kind != feed.EventNotification {
 			tr.Stage(ev.Entry.PostID, "stream received", "user_id", uid, "kind", ev.Kind)
 		}
 		switch ev.Kind {
@@ -324,6 +325,16 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 				return err
 			}
 			if err := out.event("delete", "", V1Deleted{ID: ev.Entry.PostID}); err != nil {
+				return err
+			}
+		case feed.EventNotification:
+			if !latest[i] {
+				continue // the group's later event in this batch sends it
+			}
+			if err := flushRun(); err != nil {
+				return err
+			}
+			if err := s.streamNotification(ctx, uid, out, ev.Entry.PostID); err != nil {
 				return err
 			}
 		}

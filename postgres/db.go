@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,6 +42,16 @@ type DB struct {
 	// delete, a follow or unfollow that changes the graph, a block that
 	// removes follows), so none is ever committed without its job.
 	Enqueue func(ctx context.Context, tx pgx.Tx, jobs ...feed.Job) error
+
+	// Notify tells the transactions of likes, follows, blocks, mutes,
+	// moderation and deletes how to record notifications (notify.go).
+	Notify feed.NotifySettings
+	// Notified, when set, is called after the commit of every transaction
+	// that created, changed or removed notification groups: the wiring
+	// publishes them as live events.
+	Notified func([]feed.Notice)
+
+	noticesIn sync.Map // pgx.Tx -> *[]feed.Notice of the transaction
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
@@ -155,9 +166,15 @@ func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := fn(tx); err != nil {
+		db.flushNotices(tx, false)
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		db.flushNotices(tx, false)
+		return err
+	}
+	db.flushNotices(tx, true)
+	return nil
 }
 
 func (db *DB) enqueue(ctx context.Context, tx pgx.Tx, jobs ...feed.Job) error {

@@ -110,6 +110,9 @@ func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time
 		if err := lockPost(ctx, tx, postID); err != nil {
 			return err
 		}
+		if err := db.notifyModeration(ctx, tx, postID, hidden, now); err != nil {
+			return err
+		}
 		if hidden {
 			_, err := tx.Exec(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, postID, now.UnixMilli())
 			return err

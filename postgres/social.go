@@ -26,6 +26,9 @@ func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, no
 		}
 		var err error
 		if mute {
+			if err := db.notifyForget(ctx, tx, userID, targetID); err != nil {
+				return err
+			}
 			_, err = tx.Exec(ctx, `INSERT INTO mutes (user_id, muted_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
 		} else {
 			_, err = tx.Exec(ctx, `DELETE FROM mutes WHERE user_id = $1 AND muted_id = $2`, userID, targetID)
@@ -53,6 +56,9 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
+			return err
+		}
+		if err := db.notifyBlock(ctx, tx, userID, targetID); err != nil {
 			return err
 		}
 		// The blocked user's likes of the blocker's posts go, counts in step.

@@ -170,6 +170,9 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM posts WHERE id = $1`, id); err != nil {
 			return err
 		}
+		if err := db.notifyForgetPost(ctx, tx, author, id); err != nil {
+			return err
+		}
 		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
 	})
 }
@@ -234,6 +237,9 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 				}
 				delta, liked = 1, true
 			}
+			if err := db.notifyLike(ctx, tx, author, postID, userID, liked, now); err != nil {
+				return err
+			}
 			_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
 			return err
 		}
@@ -264,6 +270,9 @@ func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now 
 		}
 		if err != nil || tag.RowsAffected() == 0 {
 			return err // already so: the count stays
+		}
+		if err := db.notifyLike(ctx, tx, author, postID, userID, like, now); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
 		return err
@@ -341,6 +350,9 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 			return nil // already in that state
 		}
 		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
+			return err
+		}
+		if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
 			return err
 		}
 		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})

@@ -198,6 +198,7 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 		defer db.enqueuedIn.Delete(tx)
 		if w.err = runFn(w, tx); w.err != nil {
 			tx.Rollback()
+			db.flushNotices(tx, false)
 			finish(batch, nil)
 			return nil
 		}
@@ -232,7 +233,9 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 		}
 		_, err := tx.ExecContext(bg, `SAVEPOINT write`)
 		if err == nil {
+			mark := db.noticeMark(tx)
 			if w.err = runFn(w, tx); w.err != nil {
+				db.noticeUndo(tx, mark) // its savepoint is rolled back
 				_, err = tx.ExecContext(bg, `ROLLBACK TO write`)
 			}
 		}
@@ -245,6 +248,7 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 			// failed. w gets the error; the writes before it ran for
 			// nothing and run again first, then those after it.
 			tx.Rollback()
+			db.flushNotices(tx, false)
 			if w.err == nil {
 				w.err = fmt.Errorf("sqlite: write transaction lost: %w", err)
 			}
@@ -282,8 +286,11 @@ func runFn(w *write, tx *sql.Tx) (err error) {
 
 var errPanicked = errors.New("sqlite: write function panicked")
 
-// woken tells the wiring that jobs were committed in tx, if they were.
+// woken tells the wiring that jobs were committed in tx, if they were, and
+// hands the notifications of its writes on (or drops them if the commit
+// failed).
 func (db *DB) woken(tx *sql.Tx, commitErr error) {
+	db.flushNotices(tx, commitErr == nil)
 	if _, ok := db.enqueuedIn.Load(tx); ok && commitErr == nil && db.Enqueued != nil {
 		db.Enqueued()
 	}

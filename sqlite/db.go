@@ -67,6 +67,16 @@ type DB struct {
 
 	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
 
+	// Notify tells the transactions of likes, follows, blocks, mutes,
+	// moderation and deletes how to record notifications (notify.go).
+	Notify feed.NotifySettings
+	// Notified, when set, is called after the commit of every transaction
+	// that created, changed or removed notification groups: the wiring
+	// publishes them as live events.
+	Notified func([]feed.Notice)
+
+	noticesIn sync.Map // *sql.Tx -> *[]feed.Notice of the transaction
+
 	// Regenerated is set by OpenInbox on an inbox.db that it found did
 	// not belong to its feedd.db and emptied (see DB.pair).
 	Regenerated bool

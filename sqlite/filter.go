@@ -111,6 +111,9 @@ func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time
 		if err := postExists(ctx, tx, postID); err != nil {
 			return err
 		}
+		if err := db.notifyModeration(ctx, tx, postID, hidden, now); err != nil {
+			return err
+		}
 		if hidden {
 			_, err := tx.ExecContext(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, postID, ms(now))
 			return err

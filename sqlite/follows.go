@@ -45,6 +45,9 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
 			return err
 		}
+		if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
+			return err
+		}
 		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
 	})
 }

@@ -22,6 +22,9 @@ func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, no
 		}
 		var err error
 		if mute {
+			if err := db.notifyForget(ctx, tx, userID, targetID); err != nil {
+				return err
+			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO mutes (user_id, muted_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
 		} else {
 			_, err = tx.ExecContext(ctx, `DELETE FROM mutes WHERE user_id = ? AND muted_id = ?`, userID, targetID)
@@ -46,6 +49,9 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
+			return err
+		}
+		if err := db.notifyBlock(ctx, tx, userID, targetID); err != nil {
 			return err
 		}
 		// The blocked user's likes of the blocker's posts go, counts in step.

@@ -274,6 +274,9 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM posts WHERE id = ?`, id); err != nil {
 			return err
 		}
+		if err := db.notifyForgetPost(ctx, tx, author, id); err != nil {
+			return err
+		}
 		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
 	})
 }
@@ -332,6 +335,9 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 			}
 			delta, liked = 1, true
 		}
+		if err := db.notifyLike(ctx, tx, author, postID, userID, liked, now); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE posts SET liked = liked + ? WHERE id = ?`, delta, postID)
 		return err
 	})
@@ -360,6 +366,9 @@ func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now 
 		}
 		if k, err := res.RowsAffected(); err != nil || k == 0 {
 			return err // already so: the count stays
+		}
+		if err := db.notifyLike(ctx, tx, author, postID, userID, like, now); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE posts SET liked = liked + ? WHERE id = ?`, delta, postID)
 		return err

@@ -171,6 +171,7 @@ type stores interface {
 	feed.FilterStore
 	feed.RankStore
 	feed.SnapshotStore
+	feed.NotifyStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -199,6 +200,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	// newQueue makes the database's job queue, once the workers' Deps are known.
 	var newQueue func(*fanout.Deps) error
 	var readLag func(context.Context) (time.Duration, error) // the fan-out lag, in the database's SQL
+	var notified func(func([]feed.Notice))                   // sets the database's Notified hook
 	if c.databaseURL != "" {
 		db, err := postgres.Open(ctx, c.databaseURL)
 		if err != nil {
@@ -206,6 +208,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 		a.closers = append(a.closers, func() error { db.Close(); return nil })
 		st, inbox, outbox, rates = db, &postgres.Inbox{DB: db, Cap: c.inboxCap}, &postgres.Outbox{DB: db}, db
+		db.Notify = c.notifySettings()
+		notified = func(f func([]feed.Notice)) { db.Notified = f }
 		a.health = db.Pool.Ping
 		a.pgPool = db.Pool
 		a.unavailable = postgres.Unavailable
@@ -244,6 +248,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil, fmt.Errorf("migrate job queue: %w", err)
 		}
 		st, outbox, rates = db, &sqlite.Outbox{DB: db}, db
+		db.Notify = c.notifySettings()
+		notified = func(f func([]feed.Notice)) { db.Notified = f }
 		a.health = db.Read.PingContext
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		if !c.redisConfigured() {
@@ -343,6 +349,12 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
+	if c.cmd != "migrate" {
+		// Notification groups reach live streams as events (cmd/feedd/notify.go).
+		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		notified(publishNotices(nctx, a.events, log))
+		a.closers = append(a.closers, func() error { stop(); return nil })
+	}
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
 		Events:  a.events,
@@ -378,6 +390,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
+		Notify: st,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

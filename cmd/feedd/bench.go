@@ -38,6 +38,7 @@ Usage:
   feedd bench rank    [flags]   NDCG@10 of the ranked timeline against the chronological one, and page latency
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
+  feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -81,6 +82,7 @@ type benchFlags struct {
 	sampleEvery  time.Duration
 	soakWindow   time.Duration
 	rank         bench.RankOptions
+	notify       bench.NotifyOptions
 }
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -90,17 +92,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank or writes")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes or notify")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank or writes)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes or notify)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -215,6 +217,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}()
 	}
 
+	var setNotify func(on bool) // bench notify: --notify, switched within the run
 	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Layout: redis.Layout(c.inboxLayout), Progress: stderr}
 	if sub != "memory" {
 		cleanup, err := benchDatabase(ctx, c, tag, set["data"])
@@ -255,6 +258,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return n, err
 			}
 		}
+		setNotify = notifySwitch(a.service.Posts)
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health
@@ -398,6 +402,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "notify":
+		opt := bf.notify
+		opt.Runs, opt.SetNotify = bf.runs, setNotify
+		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
@@ -459,6 +472,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
 	declareRankBenchFlags(fs, &bf.rank)
+	declareNotifyBenchFlags(fs, &bf.notify)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

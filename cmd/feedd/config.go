@@ -70,6 +70,9 @@ type config struct {
 	rank            rank.Settings
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
+	// Grouped notifications (notify.go).
+	notifyOn bool
+	notify   feed.NotifySettings
 
 	// Reports and login codes against abuse by other users (docs/API.md,
 	// "Reports"; docs/operations.md, "Login codes").
@@ -165,6 +168,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	c.reportLimit = feed.DefaultReportLimit
 	limit(&c.reportLimit, "report-limit", "FEED_REPORT_LIMIT", "reports one user may file")
 	limit(&c.limits.CodePerPhoneClient, "code-limit-phone-client", "FEED_CODE_LIMIT_PHONE_CLIENT", "login codes one client address may have sent to one phone")
+
+	declareNotifyFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -243,6 +248,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 	}
 	if _, err := redis.ParseLayout(c.inboxLayout); err != nil {
 		return nil, fmt.Errorf("--inbox-layout: %w", err)
+	}
+	if err := c.validNotify(); err != nil {
+		return nil, err
 	}
 	if err := c.validRank(); err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ type sseEvent struct {
 type sseStream struct {
 	beats  atomic.Int64 // comment lines but the first (": open")
 	events chan sseEvent
+	notes  chan sseEvent // the notification events, apart from the timeline's
 	resp   *http.Response
 	cancel context.CancelFunc
 }
@@ -56,7 +57,7 @@ func (c *v1Client) openStream(token, last, local string) *sseStream {
 		resp.Body.Close()
 		c.t.Fatalf("open stream: %d %v", resp.StatusCode, err)
 	}
-	s := &sseStream{events: make(chan sseEvent, 1000), resp: resp, cancel: cancel}
+	s := &sseStream{events: make(chan sseEvent, 1000), notes: make(chan sseEvent, 1000), resp: resp, cancel: cancel}
 	go func() {
 		defer close(s.events)
 		defer resp.Body.Close()
@@ -67,7 +68,9 @@ func (c *v1Client) openStream(token, last, local string) *sseStream {
 			line := sc.Text()
 			switch {
 			case line == "":
-				if ev.Kind != "" {
+				if ev.Kind == "notification" {
+					s.notes <- ev
+				} else if ev.Kind != "" {
 					ev.At = time.Now()
 					s.events <- ev
 				}

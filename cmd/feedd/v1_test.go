@@ -298,6 +298,7 @@ func TestV1API(t *testing.T) {
 	c.refused(401, "unauthorized", "DELETE", "/v1/auth/session", cc, nil)
 
 	v1FilterExchanges(t, c, a, b, c.publish(a, "reported").ID)
+	v1NotifyExchanges(t, c, a, b)
 
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),

@@ -1,18 +1,23 @@
 // app.js: feedd's page. Views: log in, the home timeline (compose, live
-// "N new posts" banner, infinite scroll) and a user's page (#/users/{id}).
+// "N new posts" banner, infinite scroll, Latest or For you order), a
+// user's page (#/users/{id}) and the notifications (#/notifications, with
+// the bell's unread count in the bar: notify.js).
 // User text is always set with textContent, never parsed as HTML.
 
 import { api, token, setOnUnauthorized } from './api.js';
 import { openStream } from './stream.js';
+import { Notifications } from './notify.js';
 
 const $ = (id) => document.getElementById(id);
-const views = ['login', 'home', 'user'];
+const views = ['login', 'home', 'user', 'notifications'];
 let me = null;      // GET /v1/me of the logged-in user
 let live = null;    // the open stream
 let pending = [];   // posts from the stream not shown yet, in arrival order
 let timeline = null;
 let userList = null;
 let stale = false;  // the graph changed: reload the timeline on the way home
+let order = 'latest'; // the home timeline's order: latest or ranked ("For you")
+const notes = new Notifications({ bell: $('bell'), count: $('unread-count'), list: $('notification-list'), state: $('notification-state') });
 
 // ---- small helpers
 
@@ -223,6 +228,11 @@ function loggedOut() {
   timeline?.stop();
   userList?.stop();
   timeline = userList = null;
+  notes.hide();
+  notes.paint(0);
+  order = 'latest';
+  $('order-latest').setAttribute('aria-pressed', 'true');
+  $('order-ranked').setAttribute('aria-pressed', 'false');
   show('login');
 }
 setOnUnauthorized(loggedOut);
@@ -250,6 +260,7 @@ function paintBanner() {
 }
 
 $('new-posts').addEventListener('click', () => {
+  if (order === 'ranked') { pending = []; paintBanner(); timeline.reset(); return; }
   for (const p of pending) timeline.place(p);
   pending = [];
   paintBanner();
@@ -301,7 +312,13 @@ function startStream() {
   const subscribed = new Promise((r) => { ready = r; setTimeout(r, 3000); });
   live = openStream({
     ready,
+    notification(g) { notes.event(g); },
     post(p) {
+      if (order === 'ranked') { // a ranked page has no place for it: the banner reloads
+        if (!timeline.has(p.id) && !pending.some((q) => q.id === p.id)) pending.push(p);
+        paintBanner();
+        return;
+      }
       if (p.author.id === me.id && !timeline.has(p.id)) { timeline.place(p); return; }
       if (!timeline.has(p.id) && !pending.some((q) => q.id === p.id)) pending.push(p);
       paintBanner();
@@ -402,7 +419,8 @@ async function start() {
   $('me-link').href = '#/users/' + me.id;
   $('me-link').textContent = me.nick_name;
   timeline = feedList($('timeline'), $('timeline-state'),
-    (c) => api('GET', '/v1/timeline?limit=20' + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover, paintBanner);
+    (c) => api('GET', '/v1/timeline?limit=20' + (order === 'ranked' ? '&order=ranked' : '') + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover, paintBanner);
+  notes.refresh();
   route();
   await startStream(); // then read: a post landing in between comes by the stream
   timeline.reset();
@@ -410,6 +428,8 @@ async function start() {
 
 function route() {
   if (!me) return;
+  notes.hide();
+  if (location.hash === '#/notifications') { userList?.stop(); userList = null; show('notifications'); notes.show(); return; }
   const m = location.hash.match(/^#\/users\/(\d+)$/);
   if (m) { userPage(Number(m[1])); return; }
   userList?.stop();
@@ -418,6 +438,20 @@ function route() {
   if (stale) { stale = false; pending = []; paintBanner(); timeline.reset(); } // the fresh read has them all
   scrollTo({ top: 0 });
 }
+
+// The two orders of the home timeline: Latest (chronological) and For you
+// (order=ranked).
+function setOrder(o) {
+  if (o === order || !timeline) return;
+  order = o;
+  $('order-latest').setAttribute('aria-pressed', String(o === 'latest'));
+  $('order-ranked').setAttribute('aria-pressed', String(o === 'ranked'));
+  pending = [];
+  paintBanner();
+  timeline.reset();
+}
+$('order-latest').addEventListener('click', () => setOrder('latest'));
+$('order-ranked').addEventListener('click', () => setOrder('ranked'));
 
 addEventListener('hashchange', route);
 if (token.get()) start(); else show('login');

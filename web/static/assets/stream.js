@@ -6,7 +6,8 @@
 
 import { token } from './api.js';
 
-// openStream calls on.post(post) and on.delete(id) for each event until
+// openStream calls on.post(post), on.delete(id) and on.notification(group)
+// for each event until
 // stop() is called. on.ready() is called when the stream is subscribed (the
 // server subscribes before it answers, so a timeline read after ready()
 // misses nothing), or when it turns out there is no stream to have.
@@ -75,6 +76,7 @@ export function openStream(on) {
     try { v = JSON.parse(data); } catch { return; }
     if (event === 'post') on.post?.(v);
     else if (event === 'delete') on.delete?.(typeof v === 'object' && v ? v.id : v);
+    else if (event === 'notification') on.notification?.(v);
   }
 
   connect();

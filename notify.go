@@ -1,0 +1,327 @@
+package feed
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"time"
+)
+
+// Grouped notifications: what others did to a user's posts and account,
+// one entry per group ("Ana, Bo and 3 others liked your post").
+//
+// A like, a follow or a moderation decision is recorded by the store in
+// the same transaction as the action itself (NotifySettings says how), as
+// an event of one kind on one target: the post for likes and moderation,
+// the user for follows. Events join the group of their kind and target
+// that is open; a group closes when its first event is older than
+// NotifySettings.Window, and the next event opens a new one. A group keeps
+// the exact count of its distinct actors (a row per actor, so a like costs
+// the same whatever the group's size), and its three newest actors are
+// read by index.
+
+// Kinds of notification groups.
+const (
+	NotifyLike       = "like"       // someone liked your post
+	NotifyFollow     = "follow"     // someone followed you
+	NotifyModeration = "moderation" // your post was hidden or restored
+)
+
+// Actions of a moderation group.
+const (
+	ModerationHidden   = "hidden"
+	ModerationRestored = "restored"
+)
+
+// Defaults and limits of notifications.
+const (
+	DefaultNotifyWindow    = 24 * time.Hour
+	DefaultNotifyRetention = 90 * 24 * time.Hour
+	// DefaultNotifyKeep is how many groups a user keeps; the oldest go
+	// when a new one is made.
+	DefaultNotifyKeep = 1000
+	// NotifyActorsShown is how many of a group's newest actors it shows.
+	NotifyActorsShown = 3
+)
+
+// NotifySettings tell a store how to record notifications. The zero value
+// records them with the defaults.
+type NotifySettings struct {
+	Off       bool          // record none (reads still answer, with what is kept)
+	Window    time.Duration // a group's span from its first event; DefaultNotifyWindow if zero
+	Retention time.Duration // groups whose latest event is older go; DefaultNotifyRetention if zero
+	Keep      int           // groups kept per user; DefaultNotifyKeep if zero
+}
+
+// GroupWindow is s.Window or its default.
+func (s NotifySettings) GroupWindow() time.Duration { return orDefault(s.Window, DefaultNotifyWindow) }
+
+// RetentionPeriod is s.Retention or its default.
+func (s NotifySettings) RetentionPeriod() time.Duration {
+	return orDefault(s.Retention, DefaultNotifyRetention)
+}
+
+// KeepGroups is s.Keep or its default.
+func (s NotifySettings) KeepGroups() int {
+	if s.Keep > 0 {
+		return s.Keep
+	}
+	return DefaultNotifyKeep
+}
+
+// Validate refuses settings feedd cannot run with.
+func (s NotifySettings) Validate() error {
+	if s.Window < 0 || s.Retention < 0 || s.Keep < 0 {
+		return Errorf(EINVALID, "notification window, retention and groups kept must not be negative")
+	}
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// NotifyGroup is one group of a user's notifications, as the store keeps it.
+type NotifyGroup struct {
+	ID       int64
+	UserID   int64
+	Kind     string
+	PostID   int64   // like and moderation groups: the post; 0 for follows
+	Count    int     // distinct actors (1 for a moderation group)
+	ActorIDs []int64 // the newest NotifyActorsShown actors, newest first
+	Action   string  // moderation groups: ModerationHidden or ModerationRestored
+	// LatestAt is the time of the latest event that joined the group. It
+	// never moves back (a retraction leaves it), so a scroll by it shows
+	// each group once.
+	LatestAt time.Time
+	Unread   bool // LatestAt is after the user's read marker
+}
+
+// Cursor is the group's position in its user's list: newest LatestAt
+// first, then highest id, in the feed cursor's form.
+func (g *NotifyGroup) Cursor() Cursor { return Cursor{Score: g.LatestAt.UnixMilli(), PostID: g.ID} }
+
+// Notice says that a group of UserID was created, changed or removed. The
+// stores hand notices to their Notified hook after the commit.
+type Notice struct {
+	UserID  int64
+	GroupID int64
+}
+
+// NotifyStore reads and keeps users' notification groups; the writes are
+// the stores' own, in the transactions of the actions (SetLike,
+// ToggleLike, SetFollow, SetBlock, SetMute, SetHidden, DeletePost).
+// Implementations: sqlite.DB, postgres.DB; feedtest.TestNotifications is
+// the contract.
+type NotifyStore interface {
+	// Notifications returns at most limit of userID's groups within b
+	// (Top or After a group's Cursor), by LatestAt then id, descending,
+	// leaving out those older than the retention at now.
+	Notifications(ctx context.Context, userID int64, b Bound, now time.Time, limit int) ([]NotifyGroup, error)
+	// NotifyGroup returns one of userID's groups; ENOTFOUND if userID has
+	// no such group (or it is past the retention at now).
+	NotifyGroup(ctx context.Context, userID, groupID int64, now time.Time) (*NotifyGroup, error)
+	// UnreadNotifications counts userID's unread groups within the
+	// retention at now.
+	UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error)
+	// MarkNotificationsRead moves userID's read marker to upTo (never
+	// back): every group whose LatestAt is not after it is read.
+	MarkNotificationsRead(ctx context.Context, userID int64, upTo time.Time) error
+	// DismissNotification removes one of userID's groups. ENOTFOUND if
+	// userID has no such group.
+	DismissNotification(ctx context.Context, userID, groupID int64) error
+}
+
+// NotifyKey is a group's opaque key for clients.
+func NotifyKey(groupID int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(groupID)^notifyKeyMask)
+	return "n" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// notifyKeyMask keeps keys from reading as counters.
+const notifyKeyMask = 0x5bd1e9955bd1e995
+
+// ParseNotifyKey returns the group id of a key NotifyKey made. EINVALID if
+// it is not one.
+func ParseNotifyKey(key string) (int64, error) {
+	bad := Errorf(EINVALID, "key is not a notification key this server returned")
+	if len(key) != 12 || key[0] != 'n' {
+		return 0, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(key[1:])
+	if err != nil || len(b) != 8 {
+		return 0, bad
+	}
+	id := int64(binary.BigEndian.Uint64(b) ^ notifyKeyMask)
+	if id <= 0 {
+		return 0, bad
+	}
+	return id, nil
+}
+
+// NotifyView is a group hydrated for its user.
+type NotifyView struct {
+	NotifyGroup
+	Actors []*User   // the newest actors, newest first
+	Post   *PostView // like and moderation groups; nil for follows
+}
+
+// NotifyPage is a page of groups and the cursor of the next (nil at the end).
+type NotifyPage struct {
+	List []NotifyView
+	Next *Cursor
+}
+
+func (s *Service) notifyStore() (NotifyStore, error) {
+	if s.Notify == nil {
+		return nil, Errorf(ENOTFOUND, "notifications are not enabled")
+	}
+	return s.Notify, nil
+}
+
+// Notifications returns a page of userID's notification groups, newest
+// activity first, after cursor after (nil: from the newest), at most limit
+// (0: DefaultTimelineLimit). A group that gains an event moves to the
+// top, so a scroll never shows it twice. Constant store calls per page
+// whatever the groups' sizes: one for the groups with their newest
+// actors, one for the actors' users, two for the posts.
+func (s *Service) Notifications(ctx context.Context, userID int64, after *Cursor, limit int) (*NotifyPage, error) {
+	st, err := s.notifyStore()
+	if err != nil {
+		return nil, err
+	}
+	limit, err = TimelineLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	b := Top()
+	if after != nil {
+		b = After(*after)
+	}
+	gs, err := st.Notifications(ctx, userID, b, s.now(), limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := &NotifyPage{}
+	if len(gs) > limit {
+		gs = gs[:limit]
+		next := gs[limit-1].Cursor()
+		page.Next = &next
+	}
+	page.List, err = s.hydrateNotify(ctx, userID, gs)
+	return page, err
+}
+
+// NotificationGroup returns one of userID's groups hydrated; ENOTFOUND if
+// it is gone.
+func (s *Service) NotificationGroup(ctx context.Context, userID, groupID int64) (*NotifyView, error) {
+	st, err := s.notifyStore()
+	if err != nil {
+		return nil, err
+	}
+	g, err := st.NotifyGroup(ctx, userID, groupID, s.now())
+	if err != nil {
+		return nil, err
+	}
+	vs, err := s.hydrateNotify(ctx, userID, []NotifyGroup{*g})
+	if err != nil {
+		return nil, err
+	}
+	return &vs[0], nil
+}
+
+// UnreadNotifications counts userID's unread groups.
+func (s *Service) UnreadNotifications(ctx context.Context, userID int64) (int, error) {
+	st, err := s.notifyStore()
+	if err != nil {
+		return 0, err
+	}
+	return st.UnreadNotifications(ctx, userID, s.now())
+}
+
+// MarkNotificationsRead marks userID's groups read: all of them up to now
+// (groupID 0), or those up to the latest activity of group groupID
+// (ENOTFOUND if userID has no such group). Idempotent; the marker never
+// moves back.
+func (s *Service) MarkNotificationsRead(ctx context.Context, userID, groupID int64) error {
+	st, err := s.notifyStore()
+	if err != nil {
+		return err
+	}
+	upTo := s.now()
+	if groupID != 0 {
+		g, err := st.NotifyGroup(ctx, userID, groupID, upTo)
+		if err != nil {
+			return err
+		}
+		upTo = g.LatestAt
+	}
+	return st.MarkNotificationsRead(ctx, userID, upTo)
+}
+
+// DismissNotification removes group groupID of userID. ENOTFOUND if userID
+// has no such group.
+func (s *Service) DismissNotification(ctx context.Context, userID, groupID int64) error {
+	st, err := s.notifyStore()
+	if err != nil {
+		return err
+	}
+	return st.DismissNotification(ctx, userID, groupID)
+}
+
+// hydrateNotify adds the actors' users and the posts (hydrated as the
+// timeline's are) to groups, with one store call for all the actors and
+// Hydrate's for all the posts.
+func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGroup) ([]NotifyView, error) {
+	out := make([]NotifyView, len(gs))
+	var actorIDs, postIDs []int64
+	for _, g := range gs {
+		actorIDs = append(actorIDs, g.ActorIDs...)
+		if g.PostID != 0 {
+			postIDs = append(postIDs, g.PostID)
+		}
+	}
+	users, err := s.Users.Users(ctx, actorIDs)
+	if err != nil {
+		return nil, err
+	}
+	posts := map[int64]*PostView{}
+	if len(postIDs) > 0 {
+		m, err := s.Posts.Posts(ctx, postIDs)
+		if err != nil {
+			return nil, err
+		}
+		ps := make([]*Post, 0, len(m))
+		for _, p := range m {
+			ps = append(ps, p)
+		}
+		vs, err := s.Hydrate(ctx, userID, ps)
+		if err != nil {
+			return nil, err
+		}
+		for i := range vs {
+			posts[vs[i].ID] = &vs[i]
+		}
+	}
+	for i, g := range gs {
+		out[i].NotifyGroup = g
+		out[i].Actors = make([]*User, 0, len(g.ActorIDs))
+		for _, id := range g.ActorIDs {
+			if u := users[id]; u != nil {
+				out[i].Actors = append(out[i].Actors, u)
+			}
+		}
+		out[i].Post = posts[g.PostID]
+	}
+	return out, nil
+}
+
+// NoticeEvent is the live event of a notice: it reaches the streams of
+// n.UserID, which read the group anew (it may be gone).
+func NoticeEvent(n Notice) Event {
+	return Event{Kind: EventNotification, Entry: Entry{PostID: n.GroupID}, Users: []int64{n.UserID}}
+}

@@ -1,0 +1,307 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+var _ feed.NotifyStore = (*DB)(nil)
+
+// Notifications are written in the transactions of the actions they tell
+// of (SetLike, ToggleLike, SetFollow, SetBlock, SetMute, SetHidden,
+// DeletePost), by the hooks below: a committed like has its notification
+// and a rolled-back one has none. SQLite's one writer orders them, so the
+// open group of a target is found and extended without a race.
+
+// trimBatch bounds the groups one new group's write removes as past the
+// retention or beyond the groups kept.
+const trimBatch = 10
+
+// notice records that group groupID of userID changed in tx; tx hands
+// the notices to db.Notified after its commit.
+func (db *DB) notice(tx *sql.Tx, userID, groupID int64) {
+	if db.Notified == nil {
+		return
+	}
+	v, _ := db.noticesIn.LoadOrStore(tx, &[]feed.Notice{})
+	p := v.(*[]feed.Notice)
+	*p = append(*p, feed.Notice{UserID: userID, GroupID: groupID})
+}
+
+// noticeMark is how many notices tx holds now, for noticeUndo.
+func (db *DB) noticeMark(tx *sql.Tx) int {
+	if v, ok := db.noticesIn.Load(tx); ok {
+		return len(*v.(*[]feed.Notice))
+	}
+	return 0
+}
+
+// noticeUndo drops the notices tx recorded after mark: those of a write
+// whose savepoint was rolled back.
+func (db *DB) noticeUndo(tx *sql.Tx, mark int) {
+	if v, ok := db.noticesIn.Load(tx); ok {
+		p := v.(*[]feed.Notice)
+		*p = (*p)[:mark]
+	}
+}
+
+// flushNotices hands tx's notices to db.Notified (committed) or drops them.
+func (db *DB) flushNotices(tx *sql.Tx, committed bool) {
+	v, ok := db.noticesIn.LoadAndDelete(tx)
+	if ok && committed && db.Notified != nil {
+		db.Notified(*v.(*[]feed.Notice))
+	}
+}
+
+// notifyLike is the hook of a like (on) or an unlike of post postID of
+// author by actorID, after the like row changed.
+func (db *DB) notifyLike(ctx context.Context, tx *sql.Tx, author, postID, actorID int64, on bool, now time.Time) error {
+	if on {
+		return db.notifyAdd(ctx, tx, author, feed.NotifyLike, postID, actorID, "", now)
+	}
+	return db.notifyRetract(ctx, tx, author, feed.NotifyLike, postID, actorID)
+}
+
+// notifyFollow is the hook of a follow (on) or an unfollow, after the
+// follow row changed.
+func (db *DB) notifyFollow(ctx context.Context, tx *sql.Tx, followerID, followeeID int64, on bool, now time.Time) error {
+	if on {
+		return db.notifyAdd(ctx, tx, followeeID, feed.NotifyFollow, 0, followerID, "", now)
+	}
+	return db.notifyRetract(ctx, tx, followeeID, feed.NotifyFollow, 0, followerID)
+}
+
+// notifyModeration is the hook of SetHidden, before its change: when the
+// post's hidden state is about to change, its author is told.
+func (db *DB) notifyModeration(ctx context.Context, tx *sql.Tx, postID int64, hidden bool, now time.Time) error {
+	if db.Notify.Off {
+		return nil
+	}
+	var author int64
+	var was bool
+	err := tx.QueryRowContext(ctx, `SELECT user_id, EXISTS (SELECT 1 FROM hidden_posts WHERE post_id = ?1) FROM posts WHERE id = ?1`, postID).Scan(&author, &was)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && was == hidden) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	action := feed.ModerationRestored
+	if hidden {
+		action = feed.ModerationHidden
+	}
+	return db.notifyAdd(ctx, tx, author, feed.NotifyModeration, postID, 0, action, now)
+}
+
+// notifyAdd records actorID's event of kind on target for userID: it joins
+// the open group of (userID, kind, target) or opens one. A moderation
+// event (actorID 0) sets the group's action. Nothing is recorded of one's
+// own actions, nor of a user userID mutes or blocks or who blocks userID.
+func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind string, target, actorID int64, action string, now time.Time) error {
+	if db.Notify.Off || userID == actorID || userID <= 0 {
+		return nil
+	}
+	// One statement: whether the actor is muted or blocked (actor 0,
+	// moderation, never is), and the target's newest group.
+	var quiet bool
+	var newest, first sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = ?2)
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?1 AND blocked_id = ?2)
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = ?1), g.id, g.first_at
+		FROM (SELECT 1) LEFT JOIN (SELECT id, first_at FROM notify_groups WHERE user_id = ?1 AND kind = ?3 AND target_id = ?4
+			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true`, userID, actorID, kind, target).Scan(&quiet, &newest, &first); err != nil || quiet {
+		return err
+	}
+	gid := newest.Int64
+	if !newest.Valid || ms(now)-first.Int64 >= db.Notify.GroupWindow().Milliseconds() {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
+			VALUES (?, ?, ?, ?, ?, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
+			return err
+		}
+		if err := db.notifyTrim(ctx, tx, userID, now); err != nil {
+			return err
+		}
+	}
+	var err error
+	if actorID == 0 {
+		_, err = tx.ExecContext(ctx, `UPDATE notify_groups SET count = 1, action = ?, latest_at = max(latest_at, ?) WHERE id = ?`, action, ms(now), gid)
+	} else {
+		var res sql.Result
+		res, err = tx.ExecContext(ctx, `INSERT INTO notify_actors (group_id, actor_id, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, gid, actorID, ms(now))
+		if err != nil {
+			return err
+		}
+		added := int64(0)
+		if added, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE notify_groups SET count = count + ?, latest_at = max(latest_at, ?) WHERE id = ?`, added, ms(now), gid)
+	}
+	if err != nil {
+		return err
+	}
+	db.notice(tx, userID, gid)
+	return nil
+}
+
+// notifyTrim removes a few of userID's groups past the retention at now
+// and beyond the newest KeepGroups: bounded work per new group.
+func (db *DB) notifyTrim(ctx context.Context, tx *sql.Tx, userID int64, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id IN (SELECT id FROM notify_groups
+		WHERE user_id = ? AND latest_at < ? ORDER BY latest_at LIMIT ?)`, userID, ms(now.Add(-db.Notify.RetentionPeriod())), trimBatch); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id IN (SELECT id FROM notify_groups
+		WHERE user_id = ? ORDER BY latest_at DESC, id DESC LIMIT ? OFFSET ?)`, userID, trimBatch, db.Notify.KeepGroups())
+	return err
+}
+
+// notifyRetract takes actorID out of userID's group of kind on target that
+// holds it (an unlike, an unfollow).
+func (db *DB) notifyRetract(ctx context.Context, tx *sql.Tx, userID int64, kind string, target, actorID int64) error {
+	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = ?1
+		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = ?2 AND kind = ?3 AND target_id = ?4) RETURNING group_id`,
+		actorID, userID, kind, target)
+}
+
+// notifyForget takes actorID out of every group of userID (a block, both
+// ways; a mute).
+func (db *DB) notifyForget(ctx context.Context, tx *sql.Tx, userID, actorID int64) error {
+	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = ?1
+		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = ?2) RETURNING group_id`, actorID, userID)
+}
+
+// notifyBlock is the hook of a block: the notifications between the two
+// users go, both ways (notifyAdd refuses new ones).
+func (db *DB) notifyBlock(ctx context.Context, tx *sql.Tx, userID, targetID int64) error {
+	if err := db.notifyForget(ctx, tx, userID, targetID); err != nil {
+		return err
+	}
+	return db.notifyForget(ctx, tx, targetID, userID)
+}
+
+// notifyDropActor runs del, a DELETE of actor rows returning their group
+// ids, and moves those groups' counts; a group left with no actor goes.
+func (db *DB) notifyDropActor(ctx context.Context, tx *sql.Tx, userID, actorID int64, del string, args ...any) error {
+	gids, err := scanIDs(tx.QueryContext(ctx, del, args...))
+	if err != nil {
+		return err
+	}
+	for _, gid := range gids {
+		if _, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = ?`, gid); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = ? AND count <= 0`, gid); err != nil {
+			return err
+		}
+		db.notice(tx, userID, gid)
+	}
+	return nil
+}
+
+// notifyForgetPost is the hook of DeletePost: the post's groups go with it.
+func (db *DB) notifyForgetPost(ctx context.Context, tx *sql.Tx, authorID, postID int64) error {
+	gids, err := scanIDs(tx.QueryContext(ctx, `DELETE FROM notify_groups WHERE user_id = ? AND kind IN (?, ?) AND target_id = ? RETURNING id`,
+		authorID, feed.NotifyLike, feed.NotifyModeration, postID))
+	for _, gid := range gids {
+		db.notice(tx, authorID, gid)
+	}
+	return err
+}
+
+// ---- reads (feed.NotifyStore)
+
+// notifyCols reads a group: its columns, whether it is unread (?1 is the
+// user), and its newest actors, newest first, from notify_actors_newest.
+const notifyCols = `g.id, g.kind, g.target_id, g.count, g.action, g.latest_at,
+	g.latest_at > coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0),
+	coalesce((SELECT group_concat(actor_id) FROM (SELECT a.actor_id FROM notify_actors a WHERE a.group_id = g.id
+		ORDER BY a.at DESC, a.actor_id DESC LIMIT 3)), '')`
+
+func scanNotifyGroups(rows *sql.Rows, err error) ([]feed.NotifyGroup, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []feed.NotifyGroup{}
+	for rows.Next() {
+		var g feed.NotifyGroup
+		var latest int64
+		var actors string
+		if err := rows.Scan(&g.ID, &g.Kind, &g.PostID, &g.Count, &g.Action, &latest, &g.Unread, &actors); err != nil {
+			return nil, err
+		}
+		g.LatestAt = time.UnixMilli(latest)
+		for a := range strings.SplitSeq(actors, ",") {
+			if id, err := strconv.ParseInt(a, 10, 64); err == nil {
+				g.ActorIDs = append(g.ActorIDs, id)
+			}
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+func (db *DB) notifyCutoff(now time.Time) int64 { return ms(now.Add(-db.Notify.RetentionPeriod())) }
+
+// Notifications implements feed.NotifyStore: one statement, a range of
+// notify_groups_latest and per group an index range of its newest actors.
+func (db *DB) Notifications(ctx context.Context, userID int64, b feed.Bound, now time.Time, limit int) ([]feed.NotifyGroup, error) {
+	gs, err := scanNotifyGroups(db.read(ctx, `SELECT `+notifyCols+` FROM notify_groups g
+		WHERE g.user_id = ?1 AND g.latest_at >= ?2 AND g.latest_at <= ?3 AND (g.latest_at < ?3 OR ?4 = 0 OR g.id < ?4)
+		ORDER BY g.latest_at DESC, g.id DESC LIMIT ?5`, userID, db.notifyCutoff(now), b.Max, b.BeforeID, limit))
+	for i := range gs {
+		gs[i].UserID = userID
+	}
+	return gs, err
+}
+
+// NotifyGroup implements feed.NotifyStore.
+func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.Time) (*feed.NotifyGroup, error) {
+	gs, err := scanNotifyGroups(db.read(ctx, `SELECT `+notifyCols+` FROM notify_groups g
+		WHERE g.id = ?2 AND g.user_id = ?1 AND g.latest_at >= ?3`, userID, groupID, db.notifyCutoff(now)))
+	if err != nil {
+		return nil, err
+	}
+	if len(gs) == 0 {
+		return nil, feed.ErrNotFound("notification")
+	}
+	gs[0].UserID = userID
+	return &gs[0], nil
+}
+
+// UnreadNotifications implements feed.NotifyStore: a range of
+// notify_groups_latest, at most the groups kept.
+func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error) {
+	var n int
+	err := db.readRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = ?1
+		AND latest_at > max(?2 - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0))`, userID, db.notifyCutoff(now)).Scan(&n)
+	return n, err
+}
+
+// MarkNotificationsRead implements feed.NotifyStore.
+func (db *DB) MarkNotificationsRead(ctx context.Context, userID int64, upTo time.Time) error {
+	_, err := db.exec(ctx, `INSERT INTO notify_read (user_id, read_at) VALUES (?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET read_at = max(read_at, excluded.read_at)`, userID, ms(upTo))
+	return err
+}
+
+// DismissNotification implements feed.NotifyStore.
+func (db *DB) DismissNotification(ctx context.Context, userID, groupID int64) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = ? AND user_id = ?`, groupID, userID)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return feed.ErrNotFound("notification")
+		}
+		db.notice(tx, userID, groupID)
+		return nil
+	})
+}
