@@ -14,6 +14,10 @@ const (
 	EventPost = "post"
 	// EventDelete: the post of an entry was deleted.
 	EventDelete = "delete"
+	// EventRevoke: the live streams of Users must end, because what they
+	// may show changed: a session ended (logout) or a block was set or
+	// lifted. Their clients reconnect, authenticated and filtered anew.
+	EventRevoke = "revoke"
 )
 
 // Event tells live streams that an entry landed in, or left, timelines.
@@ -94,7 +98,7 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
 	}
-	if w.Kind != EventPost && w.Kind != EventDelete {
+	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventRevoke {
 		return Event{}, fmt.Errorf("unknown event kind %q", w.Kind)
 	}
 	return Event{Kind: w.Kind, Entry: Entry{Score: w.Score, PostID: w.PostID}, Users: w.Users, Author: w.Author}, nil

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	feed "github.com/feedd/feedd"
 )
@@ -43,6 +44,13 @@ type Server struct {
 	// Shed is the admission control in front of every route (shed.go);
 	// nil admits everything.
 	Shed *Shed
+	// AllowedOrigins are the origins (scheme://host[:port]) trusted to
+	// send unsafe cross-origin requests (guard.go, crossOrigin); every
+	// other cross-origin request from a browser is refused with 403.
+	AllowedOrigins []string
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (DefaultBodyTimeout if zero); a slower one is answered 408.
+	BodyTimeout time.Duration
 }
 
 // Handler returns the HTTP handler of the whole API.

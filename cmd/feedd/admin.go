@@ -43,7 +43,13 @@ func startAdmin(ctx context.Context, c *config, a *app) (*adminListener, error) 
 	if err != nil {
 		return nil, fmt.Errorf("admin listener on %s (--admin-addr): %w", c.adminAddr, err)
 	}
-	h := &feedhttp.Admin{Extra: a.adminExtra}
+	// Anywhere but loopback, only with a token (docs/operations.md, "The
+	// admin listener"): the bound address decides, whatever name was given.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); c.adminToken == "" && (!ok || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		return nil, fmt.Errorf("admin listener on %s (--admin-addr) is not a loopback address: set --admin-token (by file or environment) to bind it there", ln.Addr())
+	}
+	h := &feedhttp.Admin{Extra: a.adminExtra, Token: c.adminToken, AllowedOrigins: c.origins, Cmdline: redactArgs(c.args)}
 	if a.metrics != nil {
 		h.Metrics = a.metrics.Handler()
 		if a.jobCounts != nil {

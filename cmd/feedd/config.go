@@ -67,6 +67,18 @@ type config struct {
 	rankSnapshots   string // auto, memory, database or redis
 	reportThreshold int
 
+	// The HTTP guards, per-user limits, admin token and secret files
+	// (security.go).
+	allowedOrigins    string
+	origins           []string // parsed from allowedOrigins
+	bodyTimeout       time.Duration
+	adminToken        string
+	adminTokenFile    string
+	secretFile        string
+	webhookSecretFile string
+	writeLimits       feed.WriteLimits
+	args              []string // the command line, for the admin listener's redacted cmdline
+
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
 	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
@@ -147,6 +159,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.shedWait, "shed-wait", "FEED_SHED_WAIT", defaultShedWait, "longest a GET waits for its turn before it is shed with 503 and Retry-After")
 	dur(&c.maxLag, "max-lag", "FEED_MAX_LAG", defaultMaxLag, "fan-out lag (oldest new post not yet being delivered) above which a process that also works jobs tightens --max-reads and --max-writes until fan-out catches up (0: never)")
 	declareRankFlags(fs, c, fromEnv, help)
+	declareSecurityFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -169,7 +182,7 @@ func envDefault(fs *flag.FlagSet, name, env string, getenv func(string) string) 
 
 // parseConfig returns nil, nil when only help was asked for.
 func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	c := &config{cmd: cmd}
+	c := &config{cmd: cmd, args: append([]string{"feedd", cmd}, args...)}
 	var fs *flag.FlagSet
 	var envErr error
 	if cmd == "seed" {
@@ -232,6 +245,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		if err := c.seed.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.checkSecurity(); err != nil {
+		return nil, err
 	}
 	if err := c.checkAbuse(); err != nil {
 		return nil, err
