@@ -56,9 +56,14 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 
 // CountWrite counts one write of kind by userID against s.WriteLimits and
 // returns the ETOOMANY refusal (TooMany, with the wait) when it is over the
-// limit. The API counts a write before doing it, refused or not: a client
-// that keeps asking keeps being refused until it waits.
+// limit. The API counts a write before doing it. A user already at the
+// limit is refused on a peek (a read): a flood of refused requests costs
+// the store no writes.
 func (s *Service) CountWrite(ctx context.Context, userID int64, kind WriteKind) error {
 	l, prefix, what := s.WriteLimits.limit(kind)
-	return s.hit(ctx, prefix+strconv.FormatInt(userID, 10), l, 1, what)
+	key := prefix + strconv.FormatInt(userID, 10)
+	if err := s.hit(ctx, key, l, 0, what); err != nil {
+		return err
+	}
+	return s.hit(ctx, key, l, 1, what)
 }

@@ -26,8 +26,9 @@ type ReadyCheck struct {
 	Check func(ctx context.Context) error // nil when the dependency serves
 }
 
-// readyTimeout bounds each readiness check.
-const readyTimeout = 2 * time.Second
+// readyTimeout bounds each readiness check: a probe write slower than this
+// is a database not taking writes.
+const readyTimeout = time.Second
 
 // probeMethods are the methods a 405's Allow header may list.
 var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
@@ -135,8 +136,8 @@ func (s *Server) trusted(a netip.Addr) bool {
 
 // readyFresh is how long a readiness result is answered again before the
 // checks run anew: a probe every few milliseconds costs one check (a write
-// to the database) a second, and a failure still shows within
-// readyFresh + readyTimeout.
+// to the database) a second, and a database that stops taking writes shows
+// within readyFresh + readyTimeout (2 s).
 const readyFresh = time.Second
 
 // handleReadyz answers 200 while every ReadyCheck passes, else 503 naming
