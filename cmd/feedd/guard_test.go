@@ -437,3 +437,19 @@ func TestReadyzCached(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestRedactArgs: every form of a secret flag is redacted, other flags are
+// kept.
+func TestRedactArgs(t *testing.T) {
+	in := []string{"feedd", "serve", "--secret", "s1", "-code-webhook-secret=s2", "--admin-token=s3", "-database-url", "postgres://u:pw@h/db",
+		"--redis-url=redis://:pw@h:6379", "--workers", "4", "--secret-file", "/run/secret"}
+	got := strings.Join(redactArgs(in), " ")
+	for _, secret := range []string{"s1", "s2", "s3", "pw"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("redacted command line %q shows %q", got, secret)
+		}
+	}
+	if !strings.Contains(got, "--workers 4") || !strings.Contains(got, "--secret-file /run/secret") {
+		t.Errorf("redacted command line %q lost other flags", got)
+	}
+}
