@@ -19,7 +19,7 @@ import (
 )
 
 // Guards of both APIs against other sites and slow or greedy clients
-// (docs/API.md, "Cross-origin requests" and "Limits"): the standard
+// (docs/API.md, "Hardening (both APIs)" and "Limits"): the standard
 // library's cross-origin protection, the media type of /v1 bodies, the
 // body read before a request takes a concurrency slot, the per-user write
 // limits, and the end of a user's live streams when a session ends or a

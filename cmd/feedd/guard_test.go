@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The guards of docs/API.md ("Cross-origin requests", "Limits") and
+// The guards of docs/API.md ("Hardening (both APIs)", "Limits") and
 // docs/operations.md ("The admin listener", "Secrets"), end to end against
 // the real server, with distinct loopback clients.
 
