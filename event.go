@@ -17,6 +17,10 @@ const (
 	// EventNotification: a notification group of Users[0] was created,
 	// changed or removed; Entry.PostID is the group's id (notify.go).
 	EventNotification = "notification"
+	// EventRevoke: the live streams of Users must end, because what they
+	// may show changed: a session ended (logout) or a block was set or
+	// lifted. Their clients reconnect, authenticated and filtered anew.
+	EventRevoke = "revoke"
 )
 
 // Event tells live streams that an entry landed in, or left, timelines.
@@ -97,7 +101,7 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
 	}
-	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventNotification {
+	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventNotification && w.Kind != EventRevoke {
 		return Event{}, fmt.Errorf("unknown event kind %q", w.Kind)
 	}
 	return Event{Kind: w.Kind, Entry: Entry{Score: w.Score, PostID: w.PostID}, Users: w.Users, Author: w.Author}, nil

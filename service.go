@@ -40,6 +40,9 @@ type Service struct {
 	// Rates counts the abuse limits of Limits; nil: no limits (tests).
 	Rates  RateStore
 	Limits LoginLimits
+	// WriteLimits are the per-user limits the API counts with CountWrite
+	// (writelimit.go); the zero value: none.
+	WriteLimits WriteLimits
 	// Secret keys the stored hashes of login codes. Processes sharing a
 	// database must share it; empty: a random key of this process.
 	Secret []byte

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -25,8 +26,9 @@ type ReadyCheck struct {
 	Check func(ctx context.Context) error // nil when the dependency serves
 }
 
-// readyTimeout bounds each readiness check.
-const readyTimeout = 2 * time.Second
+// readyTimeout bounds each readiness check: a probe write slower than this
+// is a database not taking writes.
+const readyTimeout = time.Second
 
 // probeMethods are the methods a 405's Allow header may list.
 var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
@@ -132,20 +134,45 @@ func (s *Server) trusted(a netip.Addr) bool {
 	return false
 }
 
+// readyFresh is how long a readiness result is answered again before the
+// checks run anew: a probe every few milliseconds costs one check (a write
+// to the database) a second, and a database that stops taking writes shows
+// within readyFresh + readyTimeout (2 s).
+const readyFresh = time.Second
+
 // handleReadyz answers 200 while every ReadyCheck passes, else 503 naming
-// the failed ones (the detail goes to the log).
+// the failed ones (the detail goes to the log). The checks run for at most
+// one caller at a time, at most once per readyFresh; the others are given
+// the last result.
 func (s *Server) handleReadyz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		failed := []string{}
+	var (
+		mu     sync.Mutex
+		at     time.Time
+		failed []string
+	)
+	check := func(ctx context.Context) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < readyFresh {
+			return failed
+		}
+		// Not the request's context: its result is other callers' too.
+		ctx = context.WithoutCancel(ctx)
+		failed = []string{}
 		for _, c := range s.Ready {
-			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-			err := c.Check(ctx)
+			cctx, cancel := context.WithTimeout(ctx, readyTimeout)
+			err := c.Check(cctx)
 			cancel()
 			if err != nil {
 				s.Log.Error("readiness check failed", "check", c.Name, "error", err)
 				failed = append(failed, c.Name)
 			}
 		}
+		at = time.Now()
+		return failed
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed := check(r.Context())
 		if len(failed) > 0 {
 			s.encode(w, http.StatusServiceUnavailable, envelope{
 				ErrorMsg: "not ready: " + strings.Join(failed, ", ") + " failing",

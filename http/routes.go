@@ -18,22 +18,22 @@ func (s *Server) routes() http.Handler {
 	// Compatible API (docs/API.md).
 	mux.Handle("POST /user/code", s.handleSendCode())
 	mux.Handle("POST /user/login", s.handleLogin())
-	mux.Handle("POST /user/logout", auth(s.handleLogout()))
+	mux.Handle("POST /user/logout", auth(s.endStreams(s.handleLogout())))
 	mux.Handle("GET /user/me", auth(s.handleMe()))
 	mux.Handle("GET /user/{id}", auth(s.handleUser()))
 	mux.Handle("GET /user/info/{id}", auth(s.handleUserInfo()))
 
-	mux.Handle("POST /blog", auth(s.handlePublish()))
+	mux.Handle("POST /blog", auth(s.perUser(feed.WritePost, s.handlePublish())))
 	mux.Handle("GET /blog/{id}", auth(s.handleBlog()))
 	mux.Handle("DELETE /blog/{id}", auth(s.handleDeleteBlog()))
-	mux.Handle("PUT /blog/like/{id}", auth(s.handleLike()))
+	mux.Handle("PUT /blog/like/{id}", auth(s.perUser(feed.WriteLike, s.handleLike())))
 	mux.Handle("GET /blog/likes/{id}", auth(s.handleLikers()))
 	mux.Handle("GET /blog/of/me", auth(s.handleBlogsOfMe()))
 	mux.Handle("GET /blog/of/user", auth(s.handleBlogsOfUser()))
 	mux.Handle("GET /blog/hot", opt(s.handleHot()))
 	mux.Handle("GET /blog/of/follow", s.handleFollowFeed()) // authenticates itself, as auth would
 
-	mux.Handle("PUT /follow/{id}/{isFollow}", auth(s.handleFollow()))
+	mux.Handle("PUT /follow/{id}/{isFollow}", auth(s.perUser(feed.WriteFollow, s.handleFollow())))
 	mux.Handle("GET /follow/or/not/{id}", auth(s.handleIsFollowing()))
 	mux.Handle("GET /follow/common/{id}", auth(s.handleCommonFollows()))
 
@@ -42,28 +42,28 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/openapi.json", s.v1OpenAPI())
 	mux.Handle("POST /v1/auth/code", s.v1SendCode())
 	mux.Handle("POST /v1/auth/login", s.v1Login())
-	mux.Handle("DELETE /v1/auth/session", v1(s.v1Logout()))
+	mux.Handle("DELETE /v1/auth/session", v1(s.endStreams(s.v1Logout())))
 	mux.Handle("GET /v1/me", v1(s.v1Me()))
 	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
 	mux.Handle("GET /v1/users/{id}/followers", v1(s.v1UserList(feed.FollowersList)))
 	mux.Handle("GET /v1/users/{id}/following", v1(s.v1UserList(feed.FollowingList)))
 	mux.Handle("GET /v1/users/{id}/posts", v1(s.v1UserPosts()))
-	mux.Handle("POST /v1/posts", v1(s.v1Publish()))
+	mux.Handle("POST /v1/posts", v1(s.perUser(feed.WritePost, s.v1Publish())))
 	mux.Handle("GET /v1/posts/{id}", v1(s.v1Post()))
 	mux.Handle("DELETE /v1/posts/{id}", v1(s.v1DeletePost()))
-	mux.Handle("PUT /v1/posts/{id}/like", v1(s.v1SetLike(true)))
-	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.v1SetLike(false)))
+	mux.Handle("PUT /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(true))))
+	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(false))))
 	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
 	mux.Handle("GET /v1/timeline", s.v1Timeline()) // authenticates itself, as v1 would
 	mux.Handle("GET /v1/timeline/stream", v1(s.v1TimelineStream()))
-	mux.Handle("PUT /v1/following/{id}", v1(s.v1Follow(true)))
-	mux.Handle("DELETE /v1/following/{id}", v1(s.v1Follow(false)))
+	mux.Handle("PUT /v1/following/{id}", v1(s.perUser(feed.WriteFollow, s.v1Follow(true))))
+	mux.Handle("DELETE /v1/following/{id}", v1(s.perUser(feed.WriteFollow, s.v1Follow(false))))
 	mux.Handle("GET /v1/mutes", v1(s.v1UserList(feed.MutedList)))
 	mux.Handle("PUT /v1/mutes/{id}", v1(s.v1Mute(true)))
 	mux.Handle("DELETE /v1/mutes/{id}", v1(s.v1Mute(false)))
 	mux.Handle("GET /v1/blocks", v1(s.v1UserList(feed.BlockedList)))
-	mux.Handle("PUT /v1/blocks/{id}", v1(s.v1Block(true)))
-	mux.Handle("DELETE /v1/blocks/{id}", v1(s.v1Block(false)))
+	mux.Handle("PUT /v1/blocks/{id}", v1(s.endStreams(s.v1Block(true))))
+	mux.Handle("DELETE /v1/blocks/{id}", v1(s.endStreams(s.v1Block(false))))
 	mux.Handle("GET /v1/muted-words", v1(s.v1MutedWords()))
 	mux.Handle("PUT /v1/muted-words/{word}", v1(s.v1SetMutedWord(true)))
 	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.v1SetMutedWord(false)))
@@ -84,7 +84,9 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("/", s.handleNotFound())
-	// limitBody answers an oversized body in the compatible envelope;
-	// v1LimitBody answers /v1 requests first, in the native format.
-	return s.harden(mux, s.shedding(s.v1LimitBody(s.limitBody(recordRoute(mux)))), "/", "/v1/")
+	// Cross-origin requests and /v1 bodies that are not JSON are refused
+	// before anything else (guard.go); limitBody answers an oversized body
+	// in the compatible envelope; v1LimitBody answers /v1 requests first,
+	// in the native format.
+	return s.harden(mux, s.crossOrigin(s.v1JSONBody(s.shedding(s.v1LimitBody(s.limitBody(recordRoute(mux)))))), "/", "/v1/")
 }

@@ -13,13 +13,15 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// serve sends one request through the whole handler of s.
+// serve sends one request through the whole handler of s; a body is sent
+// as JSON (Content-Type application/json) unless header says otherwise.
 func serve(s *Server, method, target, body string, header ...string) *httptest.ResponseRecorder {
 	var r *http.Request
 	if body == "" {
 		r = httptest.NewRequest(method, target, nil)
 	} else {
 		r = httptest.NewRequest(method, target, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Set(header[i], header[i+1])

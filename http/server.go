@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	feed "github.com/feedd/feedd"
 )
@@ -48,6 +49,13 @@ type Server struct {
 	// are answered 503 unavailable with Retry-After, not 500 (outage.go);
 	// nil: none is.
 	Unavailable func(error) bool
+	// AllowedOrigins are the origins (scheme://host[:port]) trusted to
+	// send unsafe cross-origin requests (guard.go, crossOrigin); every
+	// other cross-origin request from a browser is refused with 403.
+	AllowedOrigins []string
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (DefaultBodyTimeout if zero); a slower one is answered 408.
+	BodyTimeout time.Duration
 }
 
 // Handler returns the HTTP handler of the whole API.

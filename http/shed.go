@@ -2,6 +2,7 @@ package http
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -132,22 +133,30 @@ func (g *gate) leave() {
 	}
 }
 
-// shedding returns next behind sh's admission control (next itself when sh
-// is nil).
+// shedding returns next behind sh's admission control (none when sh is
+// nil), its body read first (readBody).
 func (s *Server) shedding(next http.Handler) http.Handler {
 	sh := s.Shed
 	if sh == nil {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.readBody(w, r) {
+				next.ServeHTTP(w, r)
+			}
+		})
 	}
 	reads, writes := newGate(sh.Reads), newGate(sh.Writes)
 	retry := strconv.Itoa(max(int((sh.RetryAfter+time.Second-1)/time.Second), 1))
 	p := &pressure{sh: sh, gates: []*gate{reads, writes}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.tick()
-		// Probes and the document are never shed; a live stream holds no
-		// slot (it has limits of its own, Streams).
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/v1/openapi.json" || r.URL.Path == "/v1/timeline/stream" {
+		// Probes and the document are never shed.
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/v1/openapi.json" {
 			next.ServeHTTP(w, r)
+			return
+		}
+		// A slot is taken once the body is here (guard.go, readBody): a
+		// client trickling its body holds no slot meanwhile.
+		if !s.readBody(w, r) {
 			return
 		}
 		g, wait := writes, sh.WriteWait
@@ -166,8 +175,16 @@ func (s *Server) shedding(next http.Handler) http.Handler {
 			}
 			return
 		}
-		defer g.leave()
-		next.ServeHTTP(w, r)
+		// A live stream opening holds its slot until it is live
+		// (keepAdmission), then holds none: it has limits of its own
+		// (Streams).
+		a := &admission{leave: g.leave}
+		defer func() {
+			if !a.kept.Load() {
+				a.release()
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)))
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,6 +21,10 @@ const (
 	DefaultStreamsPerUser = 5
 	DefaultStreams        = 20000
 	DefaultHeartbeat      = 15 * time.Second
+	// DefaultReplay bounds the entries a reconnect replays after
+	// Last-Event-ID: two full pages of /v1/timeline. A client that missed
+	// more reads the timeline again.
+	DefaultReplay = 2 * feed.MaxTimelineLimit
 	// streamWriteTimeout bounds one write of a stream: a client that does
 	// not read for this long is dropped (the server's WriteTimeout, which
 	// would end every stream after a fixed time, is pushed back instead).
@@ -45,11 +50,15 @@ type Streams struct {
 	// (and the proxies between) alive (DefaultHeartbeat if zero).
 	Heartbeat time.Duration
 	// Replay bounds the entries replayed after Last-Event-ID
-	// (feed.DefaultInboxCap if zero: an inbox holds no more).
+	// (DefaultReplay if zero).
 	Replay int
 	// Trace logs each post event's arrival, hydration and write
 	// (--trace-posts); nil: nothing.
 	Trace *feed.Tracer
+	// SessionCheck is how often a stream checks that its session is still
+	// live (feed.SessionTTL if zero: a session unused for that long has
+	// expired). Logouts and blocks end streams at once (EventRevoke).
+	SessionCheck time.Duration
 
 	mu       sync.Mutex
 	perUser  map[int64]int
@@ -133,7 +142,16 @@ func (s *Server) v1TimelineStream() http.Handler {
 			from = &c
 		}
 		uid := userID(r)
+		// Opening a stream (a reconnect too) is counted per user, and it
+		// holds its request's concurrency slot until it is live.
+		if err := s.Service.CountWrite(r.Context(), uid, feed.WriteStream); err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		live := keepAdmission(r)
+		tok, _ := bearer(r)
 		if !st.acquire(uid) {
+			live()
 			s.v1Fail(w, r, feed.TooMany(5*time.Second, fmt.Sprintf("open streams (at most %d per user)", cmp.Or(st.PerUser, DefaultStreamsPerUser))))
 			return
 		}
@@ -142,6 +160,7 @@ func (s *Server) v1TimelineStream() http.Handler {
 		// of the stream.
 		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 		cleanup := func(sub feed.Subscription) {
+			live()
 			if sub != nil {
 				sub.Close()
 			}
@@ -184,7 +203,7 @@ func (s *Server) v1TimelineStream() http.Handler {
 				defer cleanup(sub)
 				defer conn.Close()
 				if out.header() == nil {
-					s.streamLoop(ctx, uid, from, sub, out)
+					s.streamLoop(ctx, streamOf{uid, tok, from, live}, sub, out)
 				}
 			}()
 			return
@@ -200,7 +219,7 @@ func (s *Server) v1TimelineStream() http.Handler {
 			h.Set(k, v)
 		}
 		w.WriteHeader(http.StatusOK)
-		s.streamLoop(ctx, uid, from, sub, out)
+		s.streamLoop(ctx, streamOf{uid, tok, from, live}, sub, out)
 	})
 }
 
@@ -225,18 +244,30 @@ func hijack(w http.ResponseWriter) net.Conn {
 	return conn
 }
 
+// streamOf is what a stream's loop knows of its request.
+type streamOf struct {
+	uid   int64
+	token string       // its session's token, checked every SessionCheck
+	from  *feed.Cursor // replay the entries after it (nil: none)
+	live  func()       // releases the request's concurrency slot
+}
+
+// errRevoked ends a stream that must reconnect (feed.EventRevoke).
+var errRevoked = errors.New("session ended or blocks changed")
+
 // streamLoop sends the stream until ctx ends, the server shuts down, the
-// subscription ends or a write fails: first ": open", then the replay
-// after from (if any), then live events, with heartbeats.
-func (s *Server) streamLoop(ctx context.Context, uid int64, from *feed.Cursor, sub feed.Subscription, out *sse) {
+// subscription ends, the session ends or a write fails: first ": open",
+// then the replay after from (if any), then live events, with heartbeats.
+func (s *Server) streamLoop(ctx context.Context, o streamOf, sub feed.Subscription, out *sse) {
 	st := s.Streams
+	uid, from := o.uid, o.from
 	done := st.closed() // closed on shutdown: a stream opened then ends at once
 	// A comment first, so the client knows the stream is open.
 	if out.comment("open") != nil {
 		return
 	}
 	if from != nil {
-		views, err := s.Service.StreamCatchUp(ctx, uid, *from, cmp.Or(st.Replay, feed.DefaultInboxCap))
+		views, err := s.Service.StreamCatchUp(ctx, uid, *from, cmp.Or(st.Replay, DefaultReplay))
 		if err != nil {
 			if ctx.Err() == nil {
 				s.Log.Warn("stream replay", "user_id", uid, "error", err)
@@ -247,13 +278,23 @@ func (s *Server) streamLoop(ctx context.Context, uid int64, from *feed.Cursor, s
 			return
 		}
 	}
+	o.live()
 	beat := time.NewTicker(cmp.Or(st.Heartbeat, DefaultHeartbeat))
 	defer beat.Stop()
+	check := time.NewTicker(cmp.Or(st.SessionCheck, feed.SessionTTL))
+	defer check.Stop()
 	events := sub.Events()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-check.C:
+			// A stream is the use of its session, as a request is: the
+			// check extends it; an expired or ended one ends the stream.
+			if _, err := s.Service.Authenticate(ctx, o.token); err != nil {
+				s.Log.Info("stream ended", "user_id", uid, "reason", "session: "+feed.ErrorMessage(err))
+				return
+			}
 		case <-done:
 			return // shutting down: the client reconnects elsewhere
 		case <-beat.C:
@@ -274,7 +315,9 @@ func (s *Server) streamLoop(ctx context.Context, uid int64, from *feed.Cursor, s
 				}
 			}
 			if err := s.streamEvents(ctx, uid, out, batch); err != nil {
-				if ctx.Err() == nil {
+				if errors.Is(err, errRevoked) {
+					s.Log.Info("stream ended", "user_id", uid, "reason", err.Error())
+				} else if ctx.Err() == nil {
 					s.Log.Warn("stream events", "user_id", uid, "error", err)
 				}
 				return
@@ -320,6 +363,8 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 			if !out.seen[ev.Entry.PostID] {
 				run = append(run, ev.Entry)
 			}
+		case feed.EventRevoke:
+			return errRevoked // what comes after it is not for this stream
 		case feed.EventDelete:
 			if err := flushRun(); err != nil {
 				return err

@@ -59,6 +59,9 @@ func (p *peer) raw(method, path, auth string, body any) (*http.Response, []byte)
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := p.http.Do(req)
 	if err != nil {
 		p.t.Fatalf("%s %s: %v", method, path, err)

@@ -39,11 +39,20 @@ func startAdmin(ctx context.Context, c *config, a *app) (*adminListener, error) 
 	if c.adminAddr == "off" {
 		return nil, nil
 	}
+	if host, _, _ := net.SplitHostPort(c.adminAddr); c.adminToken == "" && !maybeLoopback(host) {
+		return nil, fmt.Errorf("admin listener on %s (--admin-addr) is not a loopback address: set --admin-token (by file or environment) to bind it there", c.adminAddr)
+	}
 	ln, err := net.Listen("tcp", c.adminAddr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener on %s (--admin-addr): %w", c.adminAddr, err)
 	}
-	h := &feedhttp.Admin{Extra: a.adminExtra}
+	// Anywhere but loopback, only with a token (docs/operations.md, "The
+	// admin listener"): the bound address decides, whatever name was given.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); c.adminToken == "" && (!ok || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		return nil, fmt.Errorf("admin listener on %s (--admin-addr) is not a loopback address: set --admin-token (by file or environment) to bind it there", ln.Addr())
+	}
+	h := &feedhttp.Admin{Extra: a.adminExtra, Token: c.adminToken, AllowedOrigins: c.origins, Cmdline: redactArgs(c.args)}
 	if a.metrics != nil {
 		h.Metrics = a.metrics.Handler()
 		if a.jobCounts != nil {
@@ -71,6 +80,16 @@ func startAdmin(ctx context.Context, c *config, a *app) (*adminListener, error) 
 	go func() { l.errc <- l.srv.Serve(ln) }()
 	a.log.Info("admin listening", "addr", ln.Addr().String())
 	return l, nil
+}
+
+// maybeLoopback reports whether host may be a loopback address: a loopback
+// IP or a name (resolved by the listen, whose bound address is checked
+// again); not an empty host or any other IP, refused before binding.
+func maybeLoopback(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host != ""
 }
 
 // stop shuts the listener down, letting in-flight requests finish until ctx

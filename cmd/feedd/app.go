@@ -133,7 +133,8 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -387,7 +388,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
-		Rates: rates, Limits: c.limits, Secret: secret, Observe: a.metrics, Trace: a.trace,
+		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st,

@@ -79,6 +79,18 @@ type config struct {
 	reportMinAge time.Duration
 	reportLimit  feed.Limit
 
+	// The HTTP guards, per-user limits, admin token and secret files
+	// (security.go).
+	allowedOrigins    string
+	origins           []string // parsed from allowedOrigins
+	bodyTimeout       time.Duration
+	adminToken        string
+	adminTokenFile    string
+	secretFile        string
+	webhookSecretFile string
+	writeLimits       feed.WriteLimits
+	args              []string // the command line, for the admin listener's redacted cmdline
+
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
 	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
@@ -154,8 +166,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.trustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (the last address not in them)")
 	str(&c.codeSender, "code-sender", "FEED_CODE_SENDER", "", "how login codes are sent: log or webhook (required with --database-url; default log on SQLite)")
 	str(&c.webhookURL, "code-webhook-url", "FEED_CODE_WEBHOOK_URL", "", "URL the webhook code sender POSTs {phone, code, expires_at} to: https, or http to a loopback address; redirects are not followed")
-	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of X-Feedd-Timestamp, \".\" and the body)")
-	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data)")
+	str(&c.webhookSecret, "code-webhook-secret", "FEED_CODE_WEBHOOK_SECRET", "", "key of the webhook's X-Feedd-Signature (HMAC-SHA256 of X-Feedd-Timestamp, \".\" and the body); give it by environment or --code-webhook-secret-file, never on a command line")
+	str(&c.secret, "secret", "FEED_SECRET", "", "key of the stored login code hashes, shared by all processes (required with --database-url; on SQLite generated into --data); give it by environment or --secret-file, never on a command line")
 	str(&c.synchronous, "sqlite-synchronous", "FEED_SQLITE_SYNCHRONOUS", "FULL", "SQLite synchronous level: FULL (an acknowledged write survives power loss) or NORMAL (faster; may lose the last writes)")
 	num(&c.maxReads, "max-reads", "FEED_MAX_READS", defaultMaxReads, "most GET requests served at once; more wait up to --shed-wait, then get 503 (0: no limit)")
 	num(&c.maxWrites, "max-writes", "FEED_MAX_WRITES", defaultMaxWrites, "most other requests served at once; more wait up to 10x --shed-wait, then get 503 (0: no limit)")
@@ -170,6 +182,8 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	limit(&c.limits.CodePerPhoneClient, "code-limit-phone-client", "FEED_CODE_LIMIT_PHONE_CLIENT", "login codes one client address may have sent to one phone")
 
 	declareNotifyFlags(fs, c, fromEnv, help)
+
+	declareSecurityFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -192,7 +206,7 @@ func envDefault(fs *flag.FlagSet, name, env string, getenv func(string) string) 
 
 // parseConfig returns nil, nil when only help was asked for.
 func parseConfig(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	c := &config{cmd: cmd}
+	c := &config{cmd: cmd, args: append([]string{"feedd", cmd}, args...)}
 	var fs *flag.FlagSet
 	var envErr error
 	if cmd == "seed" {
@@ -262,6 +276,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		if err := c.seed.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.checkSecurity(); err != nil {
+		return nil, err
 	}
 	if err := c.checkAbuse(); err != nil {
 		return nil, err

@@ -98,11 +98,13 @@ func (b *logBuffer) wait(t testing.TB, msg string, attrs map[string]string) map[
 
 // testServeFlags come first in every test server's flags (later flags
 // override them): the abuse limits are off, since tests log in many users
-// from one address (abuse_test.go turns them on), and the code sender and
+// from one address and write much as one user (abuse_test.go and
+// guard_test.go turn them on), and the code sender and
 // secret that --database-url requires are given.
 var testServeFlags = []string{
 	"--code-limit-client", "0", "--code-limit-total", "0", "--code-limit-phone", "0", "--login-fail-limit-client", "0",
 	"--code-limit-phone-client", "0",
+	"--post-limit-user", "0", "--follow-limit-user", "0", "--like-limit-user", "0", "--stream-open-limit-user", "0",
 	"--code-sender", "log", "--secret", "test-secret-of-feedd",
 }
 
@@ -110,6 +112,7 @@ var testServeFlags = []string{
 var testServeEnv = []string{
 	"FEED_CODE_LIMIT_CLIENT=0", "FEED_CODE_LIMIT_TOTAL=0", "FEED_CODE_LIMIT_PHONE=0", "FEED_LOGIN_FAIL_LIMIT_CLIENT=0",
 	"FEED_CODE_LIMIT_PHONE_CLIENT=0",
+	"FEED_POST_LIMIT_USER=0", "FEED_FOLLOW_LIMIT_USER=0", "FEED_LIKE_LIMIT_USER=0", "FEED_STREAM_OPEN_LIMIT_USER=0",
 	"FEED_CODE_SENDER=log", "FEED_SECRET=test-secret-of-feedd",
 }
 

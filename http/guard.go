@@ -1,0 +1,220 @@
+package http
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+// Guards of both APIs against other sites and slow or greedy clients
+// (docs/API.md, "Hardening (both APIs)" and "Limits"): the standard
+// library's cross-origin protection, the media type of /v1 bodies, the
+// body read before a request takes a concurrency slot, the per-user write
+// limits, and the end of a user's live streams when a session ends or a
+// block changes.
+
+// DefaultBodyTimeout is how long a request body may take to arrive
+// (Server.BodyTimeout).
+const DefaultBodyTimeout = 5 * time.Second
+
+// NewCrossOrigin returns the standard library's cross-origin protection
+// trusting origins (each scheme://host[:port], such as the origin of a page
+// served by a reverse proxy that hands feedd another Host). Unsafe requests
+// (not GET, HEAD or OPTIONS) that a browser marks as cross-site
+// (Sec-Fetch-Site), or whose Origin is not their Host, are refused unless
+// their Origin is trusted; requests without either header (curl, servers)
+// pass.
+func NewCrossOrigin(origins []string) (*http.CrossOriginProtection, error) {
+	p := http.NewCrossOriginProtection()
+	for _, o := range origins {
+		if err := p.AddTrustedOrigin(o); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// errCrossOrigin is the refusal of a cross-origin request.
+const errCrossOrigin = "cross-origin request refused: the page's origin is not trusted by this server"
+
+// crossOrigin serves next behind the cross-origin protection trusting
+// s.AllowedOrigins, the refusal a 403 in the API's own format.
+func (s *Server) crossOrigin(next http.Handler) http.Handler {
+	p, err := NewCrossOrigin(s.AllowedOrigins)
+	if err != nil {
+		// The command checks the origins before it starts a server.
+		s.Log.Error("allowed origins ignored", "error", err)
+		p = http.NewCrossOriginProtection()
+	}
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		noteCode(r, feed.EFORBIDDEN)
+		if isV1(r) {
+			var body v1Error
+			body.Error.Code, body.Error.Message = feed.EFORBIDDEN, errCrossOrigin
+			s.v1JSON(w, http.StatusForbidden, body)
+			return
+		}
+		s.encode(w, http.StatusForbidden, envelope{ErrorMsg: errCrossOrigin})
+	}))
+	return p.Handler(next)
+}
+
+func isV1(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v1/") }
+
+// hasBody reports whether r carries a body (declared or chunked).
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// v1JSONBody refuses a /v1 request that carries a body in another media
+// type than application/json with 415: a form or text/plain body is what
+// a cross-site page can send without asking the browser first.
+func (s *Server) v1JSONBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isV1(r) && hasBody(r) {
+			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if err != nil || mt != "application/json" {
+				noteCode(r, "unsupported_media_type")
+				var body v1Error
+				body.Error.Code = "unsupported_media_type"
+				body.Error.Message = "a request body must be JSON sent with Content-Type: application/json"
+				w.Header().Set("Accept-Post", "application/json")
+				s.v1JSON(w, http.StatusUnsupportedMediaType, body)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads r's body into memory (at most MaxBody+1 bytes: limitBody
+// refuses more) within s.BodyTimeout, so that a request holds a
+// concurrency slot only once its body is here: clients trickling bodies
+// hold connections, not the slots other users' writes need. A body that
+// does not arrive in time is answered 408 and false is returned.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) bool {
+	if !hasBody(r) || r.ContentLength > MaxBody {
+		return true // nothing to read, or refused unread by limitBody
+	}
+	rc := http.NewResponseController(w)
+	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	// The request's own deadline no longer matters once its body is read;
+	// left in place, it would cancel the request's context when it passes.
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.refuseSlowBody(w, r, timeout)
+			return false
+		}
+		// The client went away or sent a malformed chunk: the handler's
+		// read sees the same error.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func (s *Server) refuseSlowBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
+	msg := "the request body did not arrive within " + timeout.String()
+	w.Header().Set("Connection", "close")
+	noteCode(r, "request_timeout")
+	if isV1(r) {
+		var body v1Error
+		body.Error.Code, body.Error.Message = "request_timeout", msg
+		s.v1JSON(w, http.StatusRequestTimeout, body)
+		return
+	}
+	s.encode(w, http.StatusRequestTimeout, envelope{ErrorMsg: msg})
+}
+
+// perUser counts the caller's write of kind against the per-user limits
+// (feed.Service.CountWrite) before next serves it; over the limit, the
+// refusal is a 429 with Retry-After on /v1, the compatible refusal
+// (success:false, a sentence that says how long to wait) otherwise.
+// It goes inside the authentication.
+func (s *Server) perUser(kind feed.WriteKind, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Service.CountWrite(r.Context(), userID(r), kind); err != nil {
+			if d := feed.RetryAfter(err); d > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+			}
+			if isV1(r) {
+				s.v1Fail(w, r, err)
+			} else {
+				s.fail(w, r, err)
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// endStreams ends, once next has succeeded (a 2xx), the live streams of
+// the caller and of the user the path's {id} names (if any), in every API
+// process: a logout ends the session they were opened with, a block
+// changes what both users may see. Their clients reconnect, authenticated
+// and filtered anew.
+func (s *Server) endStreams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid := userID(r)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if s.Streams == nil || sw.status < 200 || sw.status > 299 {
+			return
+		}
+		users := []int64{uid}
+		if id, err := strconv.ParseInt(r.PathValue("id"), 10, 64); err == nil && id > 0 && id != uid {
+			users = append(users, id)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		if err := s.Streams.Events.Publish(ctx, feed.Event{Kind: feed.EventRevoke, Users: users}); err != nil {
+			s.Log.Warn("end live streams", "user_id", uid, "error", err)
+		}
+	})
+}
+
+// admission is the concurrency slot a request holds (shed.go). A live
+// stream keeps it past its handler's return while it opens (subscription,
+// replay) and gives it back when it goes live.
+type admission struct {
+	once  sync.Once
+	leave func()
+	kept  atomic.Bool
+}
+
+func (a *admission) release() { a.once.Do(a.leave) }
+
+type admissionKey struct{}
+
+// keepAdmission takes over the release of r's slot, if it holds one: the
+// caller must call the returned function (idempotent) once it no longer
+// needs it.
+func keepAdmission(r *http.Request) func() {
+	a, _ := r.Context().Value(admissionKey{}).(*admission)
+	if a == nil {
+		return func() {}
+	}
+	a.kept.Store(true)
+	return a.release
+}
