@@ -22,6 +22,25 @@ type NotifyBackend struct {
 	Notices func() []feed.Notice
 }
 
+// NewNotifyBackend is b with notify as its NotifyStore; hook is the
+// store's Notified field, set here to collect the notices it is handed.
+func NewNotifyBackend(b *Backend, notify feed.NotifyStore, hook *func([]feed.Notice)) *NotifyBackend {
+	var mu sync.Mutex
+	var notices []feed.Notice
+	*hook = func(ns []feed.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, ns...)
+	}
+	return &NotifyBackend{Backend: b, Notify: notify, Notices: func() []feed.Notice {
+		mu.Lock()
+		defer mu.Unlock()
+		out := notices
+		notices = nil
+		return out
+	}}
+}
+
 // TestNotifications runs the contract of grouped notifications
 // (feed.NotifyStore and the hooks in the stores' transactions) through
 // feed.Service on the backend: grouping, windows, retractions, blocks and

@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"sync"
 	"testing"
 
 	feed "github.com/feedd/feedd"
@@ -15,20 +14,7 @@ func openNotify(t *testing.T, s feed.NotifySettings) *feedtest.NotifyBackend {
 	b := openBackend(t)
 	db := b.Users.(*sqlite.DB)
 	db.Notify = s
-	var mu sync.Mutex
-	var notices []feed.Notice
-	db.Notified = func(ns []feed.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		notices = append(notices, ns...)
-	}
-	return &feedtest.NotifyBackend{Backend: b, Notify: db, Notices: func() []feed.Notice {
-		mu.Lock()
-		defer mu.Unlock()
-		out := notices
-		notices = nil
-		return out
-	}}
+	return feedtest.NewNotifyBackend(b, db, &db.Notified)
 }
 
 func TestNotifications(t *testing.T) { feedtest.TestNotifications(t, openNotify) }
