@@ -98,10 +98,13 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 		// The common case, one statement and no lock: the target has an
 		// open group (its newest, if the first event is within the window)
 		// and the actor is neither muted nor blocked; the group gains the
-		// actor's row and, if the row is new, one in its count (the row
-		// lock of the UPDATE orders concurrent likes of one post).
+		// actor's row and, if the row is new, one in its count. The group's
+		// row is locked first (FOR UPDATE): concurrent likes of one post
+		// queue on it, and a group that a concurrent retraction deleted is
+		// not found once that commits (the slow path below opens a new
+		// one) instead of failing the actor row's foreign key.
 		err := tx.QueryRow(ctx, `WITH g AS (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-				ORDER BY first_at DESC, id DESC LIMIT 1),
+				ORDER BY first_at DESC, id DESC LIMIT 1 FOR UPDATE),
 			o AS (SELECT id FROM g WHERE first_at > $6
 				AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $4)
 				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $4)
@@ -130,7 +133,7 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 	}
 	var first int64
 	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
+		ORDER BY first_at DESC, id DESC LIMIT 1 FOR UPDATE`, userID, kind, target).Scan(&gid, &first)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
