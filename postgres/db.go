@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -158,8 +159,34 @@ func (db *DB) MigrateRiver(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a transaction and commits it if fn returns nil.
+// tx runs fn in a transaction and commits it if fn returns nil; a
+// transaction aborted by a deadlock or a serialization failure runs again
+// (at most txAttempts in all), so fn sets its results afresh on each run.
 func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range txAttempts {
+		if err = db.tx1(ctx, fn); !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// txAttempts bounds how often tx runs a transaction that PostgreSQL
+// aborted to break a deadlock or a serialization conflict.
+const txAttempts = 3
+
+// retryable reports whether err aborted a transaction that may simply run
+// again: a deadlock PostgreSQL broke (40P01), a serialization failure
+// (40001). Concurrent likes, unlikes and deletions of one post lock its
+// row and its notification group's, and may meet so.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// tx1 runs fn in one transaction (tx's doc).
+func (db *DB) tx1(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return err

@@ -98,13 +98,10 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 		// The common case, one statement and no lock: the target has an
 		// open group (its newest, if the first event is within the window)
 		// and the actor is neither muted nor blocked; the group gains the
-		// actor's row and, if the row is new, one in its count. The group's
-		// row is locked first (FOR UPDATE): concurrent likes of one post
-		// queue on it, and a group that a concurrent retraction deleted is
-		// not found once that commits (the slow path below opens a new
-		// one) instead of failing the actor row's foreign key.
+		// actor's row and, if the row is new, one in its count (the row
+		// lock of the UPDATE orders concurrent likes of one post).
 		err := tx.QueryRow(ctx, `WITH g AS (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-				ORDER BY first_at DESC, id DESC LIMIT 1 FOR UPDATE),
+				ORDER BY first_at DESC, id DESC LIMIT 1),
 			o AS (SELECT id FROM g WHERE first_at > $6
 				AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $4)
 				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $4)
@@ -133,7 +130,7 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 	}
 	var first int64
 	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-		ORDER BY first_at DESC, id DESC LIMIT 1 FOR UPDATE`, userID, kind, target).Scan(&gid, &first)
+		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
@@ -197,17 +194,19 @@ func (db *DB) notifyBlock(ctx context.Context, tx pgx.Tx, userID, targetID int64
 }
 
 // notifyDropActor runs del, a DELETE of actor rows returning their group
-// ids, and moves those groups' counts; a group left with no actor goes.
+// ids, and moves those groups' counts; a group left with no actor is no
+// longer shown (count 0).
 func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID, actorID int64, del string, args ...any) error {
 	gids, err := scanIDs(tx.Query(ctx, del, args...))
 	if err != nil {
 		return err
 	}
 	for _, gid := range gids {
+		// A group left with no actor is not deleted but kept with count 0,
+		// which no read shows: a like that joins it concurrently (its
+		// statement saw the group) then finds the row its actor row
+		// refers to, and simply brings the group back with one actor.
 		if _, err := tx.Exec(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = $1`, gid); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM notify_groups WHERE id = $1 AND count <= 0`, gid); err != nil {
 			return err
 		}
 		db.notice(tx, userID, gid)
@@ -265,7 +264,7 @@ func (db *DB) notifyCutoff(now time.Time) int64 { return ms(now.Add(-db.Notify.R
 // notify_groups_latest and per group an index range of its newest actors.
 func (db *DB) Notifications(ctx context.Context, userID int64, b feed.Bound, now time.Time, limit int) ([]feed.NotifyGroup, error) {
 	gs, err := scanNotifyGroups(db.Pool.Query(ctx, `SELECT `+notifyCols+` FROM notify_groups g
-		WHERE g.user_id = $1 AND g.latest_at >= $2 AND g.latest_at <= $3 AND (g.latest_at < $3 OR $4::bigint = 0 OR g.id < $4::bigint)
+		WHERE g.user_id = $1 AND g.latest_at >= $2 AND g.latest_at <= $3 AND (g.latest_at < $3 OR $4::bigint = 0 OR g.id < $4::bigint) AND g.count > 0
 		ORDER BY g.latest_at DESC, g.id DESC LIMIT $5`, userID, db.notifyCutoff(now), b.Max, b.BeforeID, limit))
 	for i := range gs {
 		gs[i].UserID = userID
@@ -276,7 +275,7 @@ func (db *DB) Notifications(ctx context.Context, userID int64, b feed.Bound, now
 // NotifyGroup implements feed.NotifyStore.
 func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.Time) (*feed.NotifyGroup, error) {
 	gs, err := scanNotifyGroups(db.Pool.Query(ctx, `SELECT `+notifyCols+` FROM notify_groups g
-		WHERE g.id = $2 AND g.user_id = $1 AND g.latest_at >= $3`, userID, groupID, db.notifyCutoff(now)))
+		WHERE g.id = $2 AND g.user_id = $1 AND g.latest_at >= $3 AND g.count > 0`, userID, groupID, db.notifyCutoff(now)))
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +290,7 @@ func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.T
 // notify_groups_latest, at most the groups kept.
 func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error) {
 	var n int
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = $1
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = $1 AND count > 0
 		AND latest_at > GREATEST($2::bigint - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = $1), 0))`, userID, db.notifyCutoff(now)).Scan(&n)
 	return n, err
 }
@@ -306,12 +305,18 @@ func (db *DB) MarkNotificationsRead(ctx context.Context, userID int64, upTo time
 // DismissNotification implements feed.NotifyStore.
 func (db *DB) DismissNotification(ctx context.Context, userID, groupID int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM notify_groups WHERE id = $1 AND user_id = $2`, groupID, userID)
+		// Emptied, not deleted (see notifyDropActor): the UPDATE locks the
+		// row first, so a concurrent like either committed before it (its
+		// actor row is deleted here) or counts from 0 after it.
+		tag, err := tx.Exec(ctx, `UPDATE notify_groups SET count = 0 WHERE id = $1 AND user_id = $2 AND count > 0`, groupID, userID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return feed.ErrNotFound("notification")
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM notify_actors WHERE group_id = $1`, groupID); err != nil {
+			return err
 		}
 		db.notice(tx, userID, groupID)
 		return nil

@@ -237,11 +237,9 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 				}
 				delta, liked = 1, true
 			}
-			if err := db.notifyLike(ctx, tx, author, postID, userID, liked, now); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
-			return err
+			// The post's row before the notification group's, in every
+			// transaction that takes both (likeNotified).
+			return db.likeNotified(ctx, tx, author, postID, userID, liked, delta, now)
 		}
 		return errors.New("postgres: toggle like: too many concurrent toggles")
 	})
@@ -271,12 +269,27 @@ func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now 
 		if err != nil || tag.RowsAffected() == 0 {
 			return err // already so: the count stays
 		}
-		if err := db.notifyLike(ctx, tx, author, postID, userID, like, now); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
-		return err
+		return db.likeNotified(ctx, tx, author, postID, userID, like, delta, now)
 	})
+}
+
+// likeNotified moves the post's like count by delta, then records the
+// (un)like in the author's notifications; a post deleted meanwhile undoes
+// the like (ENOTFOUND). Every transaction that locks both
+// a post's row and a notification group's locks the post's first (here,
+// DeletePost), so that likes, unlikes and deletions of one post cannot
+// wait for each other in a cycle.
+func (db *DB) likeNotified(ctx context.Context, tx pgx.Tx, author, postID, userID int64, liked bool, delta int, now time.Time) error {
+	tag, err := tx.Exec(ctx, `UPDATE posts SET liked = liked + $1 WHERE id = $2`, delta, postID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		// DeletePost committed since likablePost (its row lock held an
+		// older version of the row): the like goes with the post.
+		return feed.ErrNotFound("post")
+	}
+	return db.notifyLike(ctx, tx, author, postID, userID, liked, now)
 }
 
 // Likers implements feed.PostStore.
