@@ -162,6 +162,29 @@ const DefaultCompletedRetention = 10 * time.Minute
 // fetchCooldown is River's FetchCooldown for every client (New).
 const fetchCooldown = 2 * time.Millisecond
 
+// QueueFollow is the queue of follow jobs (FollowArgs); post jobs use
+// River's default queue. A follow's job is small (a few reads and one
+// inbox write) and nobody waits on it to the millisecond, so its queue
+// takes followWorkersPer jobs per worker and fetches at most every
+// followFetchCooldown: a burst of follows (a sign-up wave, an import) is
+// fetched in batches, instead of a fetch per job or two, which on SQLite
+// is a write transaction each on the one writer that the API's writes
+// wait for (BENCHMARKS.md, "Small writes (group commit)"). Posts keep
+// their own workers and fetchCooldown, whatever the follows do.
+const (
+	QueueFollow         = "follow"
+	followWorkersPer    = 8
+	followFetchCooldown = 20 * time.Millisecond
+)
+
+// queueOf returns the River queue of a feed job.
+func queueOf(j feed.Job) string {
+	if _, ok := j.(feed.FollowJob); ok {
+		return QueueFollow
+	}
+	return river.QueueDefault
+}
+
 // Config sets up the queue of one process.
 type Config struct {
 	// Workers is how many jobs this process works at once; 0 makes an
@@ -185,6 +208,13 @@ type Config struct {
 	// Wake, on a driver without LISTEN/NOTIFY, wakes this process's
 	// workers when this process commits jobs (wake.go); nil: they poll.
 	Wake *Wake
+	// InsertUnread inserts jobs without reading their rows back (River's
+	// InsertManyFastTx). On SQLite that is the same INSERT without its
+	// RETURNING, and the API's small writes that insert a job (a follow)
+	// run ~20% faster on the one writer (BENCHMARKS.md, "Small writes
+	// (group commit)"). On PostgreSQL it would be a COPY, a round trip
+	// more for a single job: leave it false there.
+	InsertUnread bool
 	// MaxAttempts is how many times a job that fails (other than for an
 	// inbox store outage, which snoozes it) is tried before it is
 	// discarded and reported (default 25).
@@ -196,6 +226,7 @@ type Queue[TTx any] struct {
 	Client *river.Client[TTx]
 	log    *slog.Logger
 	work   bool
+	unread bool // Config.InsertUnread
 }
 
 // Migrate applies River's own schema migrations to the database of driver.
@@ -257,16 +288,21 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	// (docs/operations.md, "From a post to its followers' streams").
 	rc.FetchCooldown = fetchCooldown
 	if cfg.Workers > 0 {
-		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		followCooldown := followFetchCooldown
 		if cfg.PollInterval > 0 {
 			rc.FetchPollInterval = cfg.PollInterval
+			followCooldown = min(followCooldown, cfg.PollInterval) // River wants cooldown <= poll
+		}
+		rc.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.Workers},
+			QueueFollow:        {MaxWorkers: min(cfg.Workers*followWorkersPer, river.QueueNumWorkersMax), FetchCooldown: followCooldown},
 		}
 	}
 	client, err := river.NewClient(driver, rc)
 	if err != nil {
 		return nil, err
 	}
-	return &Queue[TTx]{Client: client, log: log, work: cfg.Workers > 0}, nil
+	return &Queue[TTx]{Client: client, log: log, work: cfg.Workers > 0, unread: cfg.InsertUnread}, nil
 }
 
 // Start starts working jobs (a no-op for an insert-only queue).
@@ -301,10 +337,14 @@ func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...feed.Job) er
 		if err != nil {
 			return err
 		}
-		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityPost}})
+		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityPost, Queue: queueOf(j)}})
 	}
 	if len(params) == 0 {
 		return nil
+	}
+	if q.unread {
+		_, err := q.Client.InsertManyFastTx(ctx, tx, params)
+		return err
 	}
 	_, err := q.Client.InsertManyTx(ctx, tx, params)
 	return err

@@ -28,7 +28,7 @@ func insertRanges[TTx any](ctx context.Context, client *river.Client[TTx], d *De
 		if _, err := client.InsertMany(ctx, params); err != nil {
 			return err
 		}
-		d.wake.Notify()
+		d.wake.notify(river.QueueDefault)
 		inserted += len(params)
 		params = params[:0]
 		return nil

@@ -2,9 +2,13 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
+
+	feed "github.com/feedd/feedd"
 )
 
 // Wake tells this process's workers at once that this process committed
@@ -15,8 +19,10 @@ import (
 // coming due, waits for the next poll) and still start a job as soon as it
 // is committed here.
 //
-// Notify is to be called after the commit of a transaction that inserted
-// jobs; WithWake wires a driver to it.
+// Jobs is to be called after the commit of a transaction that inserted
+// jobs, with those jobs: only their queues' workers are woken (a fetch
+// that finds nothing is a write transaction on SQLite all the same).
+// WithWake wires a driver to it.
 type Wake struct {
 	mu        sync.Mutex
 	listeners map[*wakeListener]struct{}
@@ -25,16 +31,34 @@ type Wake struct {
 // NewWake returns a Wake with no listener yet.
 func NewWake() *Wake { return &Wake{listeners: map[*wakeListener]struct{}{}} }
 
-// insertTopic and insertPayload are River's notification of new jobs in
-// the default queue, as PostgreSQL's NOTIFY would deliver it.
-const (
-	insertTopic   = "river_insert"
-	insertPayload = `{"queue":"default"}`
-)
+// insertTopic is River's notification of new jobs, as PostgreSQL's NOTIFY
+// would deliver it; its payload names the queue.
+const insertTopic = "river_insert"
 
-// Notify wakes every worker of this process listening for new jobs. It
-// never blocks: a wake-up already pending covers this one too.
-func (w *Wake) Notify() {
+// Jobs wakes the workers of this process listening for new jobs in the
+// queues of jobs. It never blocks: a wake-up already pending covers this
+// one too.
+func (w *Wake) Jobs(jobs []feed.Job) {
+	var follow, other bool
+	for _, j := range jobs {
+		if queueOf(j) == QueueFollow {
+			follow = true
+		} else {
+			other = true
+		}
+	}
+	switch {
+	case follow && other:
+		w.notify(river.QueueDefault, QueueFollow)
+	case follow:
+		w.notify(QueueFollow)
+	case other:
+		w.notify(river.QueueDefault)
+	}
+}
+
+// notify wakes every listening worker of this process for queues.
+func (w *Wake) notify(queues ...string) {
 	if w == nil {
 		return
 	}
@@ -43,6 +67,11 @@ func (w *Wake) Notify() {
 	for l := range w.listeners {
 		l.mu.Lock()
 		listening := l.topics[insertTopic]
+		if listening {
+			for _, q := range queues {
+				l.pending[q] = true
+			}
+		}
 		l.mu.Unlock()
 		if listening {
 			select {
@@ -56,7 +85,7 @@ func (w *Wake) Notify() {
 // WithWake returns driver with an in-process listener fed by w, so that
 // River, seeing a driver with a listener, subscribes its workers to w's
 // notifications instead of running in poll-only mode. The driver's own
-// behaviour is otherwise unchanged (it still sends no NOTIFY).
+// behaviour is otherwise unchanged.
 func WithWake[TTx any](driver riverdriver.Driver[TTx], w *Wake) riverdriver.Driver[TTx] {
 	return &wakeDriver[TTx]{Driver: driver, wake: w}
 }
@@ -68,17 +97,24 @@ type wakeDriver[TTx any] struct {
 
 func (d *wakeDriver[TTx]) SupportsListener() bool { return true }
 
+// SupportsListenNotify is false: the driver's own notifications (River's
+// SQLite driver writes each one as a row of river_notification, in the
+// inserting transaction, for its polling listener) would go to no one, as
+// this process's workers listen to its Wake instead.
+func (d *wakeDriver[TTx]) SupportsListenNotify() bool { return false }
+
 func (d *wakeDriver[TTx]) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
-	return &wakeListener{wake: d.wake, schema: params.Schema, topics: map[string]bool{}, c: make(chan struct{}, 1)}
+	return &wakeListener{wake: d.wake, schema: params.Schema, topics: map[string]bool{}, pending: map[string]bool{}, c: make(chan struct{}, 1)}
 }
 
 // wakeListener is a riverdriver.Listener that hears only its Wake.
 type wakeListener struct {
-	wake   *Wake
-	schema string
-	c      chan struct{}
-	mu     sync.Mutex
-	topics map[string]bool
+	wake    *Wake
+	schema  string
+	c       chan struct{} // a wake-up: pending has queues
+	mu      sync.Mutex
+	topics  map[string]bool
+	pending map[string]bool // queues woken and not yet told
 }
 
 func (l *wakeListener) Connect(ctx context.Context) error {
@@ -114,10 +150,18 @@ func (l *wakeListener) Schema() string                 { return l.schema }
 func (l *wakeListener) SetAfterConnectExec(string)     {}
 
 func (l *wakeListener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.c:
-		return &riverdriver.Notification{Topic: insertTopic, Payload: insertPayload}, nil
+	for {
+		l.mu.Lock()
+		for q := range l.pending {
+			delete(l.pending, q)
+			l.mu.Unlock()
+			return &riverdriver.Notification{Topic: insertTopic, Payload: fmt.Sprintf(`{"queue":%q}`, q)}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.c:
+		}
 	}
 }

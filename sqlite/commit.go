@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	feed "github.com/feedd/feedd"
 )
 
 // Group commit: SQLite has one writer per file, and with synchronous=FULL
@@ -291,7 +293,7 @@ var errPanicked = errors.New("sqlite: write function panicked")
 // failed).
 func (db *DB) woken(tx *sql.Tx, commitErr error) {
 	db.flushNotices(tx, commitErr == nil)
-	if _, ok := db.enqueuedIn.Load(tx); ok && commitErr == nil && db.Enqueued != nil {
-		db.Enqueued()
+	if js, ok := db.enqueuedIn.Load(tx); ok && commitErr == nil && db.Enqueued != nil {
+		db.Enqueued(*js.(*[]feed.Job))
 	}
 }

@@ -62,10 +62,11 @@ type DB struct {
 	// removes follows), so none is ever committed without its job.
 	Enqueue func(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error
 	// Enqueued, when set, is called after the commit of every transaction
-	// in which Enqueue inserted jobs: the wiring wakes the workers with it.
-	Enqueued func()
+	// in which Enqueue inserted jobs, with those jobs: the wiring wakes
+	// the workers of their queues with it.
+	Enqueued func(jobs []feed.Job)
 
-	enqueuedIn sync.Map // *sql.Tx -> struct{}: transactions that called Enqueue
+	enqueuedIn sync.Map // *sql.Tx -> *[]feed.Job: the jobs Enqueue inserted in the transaction
 
 	// Notify tells the transactions of likes, follows, blocks, mutes,
 	// moderation and deletes how to record notifications (notify.go).
@@ -90,10 +91,6 @@ type DB struct {
 	// the workers' fetch would wait its turn among all of them: under load
 	// the fan-out stopped while the API still said yes (BENCHMARKS.md, "Overload").
 	commit committer
-
-	// stmts holds the read pool's prepared statements by their text (see
-	// read): every query feedd reads with is a constant, so it stays small.
-	stmts sync.Map // string -> *sql.Stmt
 }
 
 // Options tune an opened database.
@@ -180,7 +177,7 @@ func OpenFile(ctx context.Context, path string) (*DB, error) {
 }
 
 func openFile(ctx context.Context, path string, o Options, schema migrations) (*DB, error) {
-	w, err := sql.Open("sqlite", dsn(path, false, o))
+	w, err := openCached(dsn(path, false, o))
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +189,7 @@ func openFile(ctx context.Context, path string, o Options, schema migrations) (*
 		w.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn(path, true, o))
+	r, err := openCached(dsn(path, true, o))
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -206,12 +203,7 @@ func openFile(ctx context.Context, path string, o Options, schema migrations) (*
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	var errs []error
-	db.stmts.Range(func(_, s any) bool {
-		errs = append(errs, s.(*sql.Stmt).Close())
-		return true
-	})
-	return errors.Join(append(errs, db.Read.Close(), db.Write.Close())...)
+	return errors.Join(db.Read.Close(), db.Write.Close())
 }
 
 func (db *DB) migrate(ctx context.Context, schema migrations) error {
@@ -262,40 +254,17 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	return tx.Commit()
 }
 
-// read runs a query on the read pool as a prepared statement, prepared the
-// first time its text is seen (on each connection, by database/sql):
-// SQLite spends much of a small query parsing and planning its text (a
-// quarter of feedd's CPU under a feed-read load, BENCHMARKS.md "Overload").
+// read runs a query on the read pool. Its connections keep their
+// prepared statements (stmtcache.go): SQLite spends much of a small query
+// parsing and planning its text (a quarter of feedd's CPU under a
+// feed-read load, BENCHMARKS.md "Overload").
 func (db *DB) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	s, err := db.prepared(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return s.QueryContext(ctx, args...)
+	return db.Read.QueryContext(ctx, query, args...)
 }
 
 // readRow is read for one row.
 func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
-	s, err := db.prepared(ctx, query)
-	if err != nil {
-		return db.Read.QueryRowContext(ctx, query, args...) // the same error, as a Row
-	}
-	return s.QueryRowContext(ctx, args...)
-}
-
-func (db *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	if s, ok := db.stmts.Load(query); ok {
-		return s.(*sql.Stmt), nil
-	}
-	s, err := db.Read.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := db.stmts.LoadOrStore(query, s); loaded {
-		s.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return s, nil
+	return db.Read.QueryRowContext(ctx, query, args...)
 }
 
 // exec runs one write statement, as a transaction of tx.

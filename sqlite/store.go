@@ -217,8 +217,13 @@ func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 	if db.Enqueue == nil {
 		return errors.New("sqlite: no job queue configured")
 	}
-	db.enqueuedIn.Store(tx, struct{}{})
-	return db.Enqueue(ctx, tx, jobs...)
+	if err := db.Enqueue(ctx, tx, jobs...); err != nil {
+		return err
+	}
+	prev, _ := db.enqueuedIn.LoadOrStore(tx, &[]feed.Job{})
+	js := prev.(*[]feed.Job) // tx is used by one goroutine at a time
+	*js = append(*js, jobs...)
+	return nil
 }
 
 // CreatePost implements feed.PostStore.

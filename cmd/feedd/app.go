@@ -273,7 +273,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		// SQLite has no LISTEN/NOTIFY: this process wakes its own workers
 		// when it commits jobs, and they poll only for the rest.
 		qcfg.Wake = fanout.NewWake()
-		db.Enqueued = qcfg.Wake.Notify
+		db.Enqueued = qcfg.Wake.Jobs
+		qcfg.InsertUnread = true
 		newQueue = func(deps *fanout.Deps) error {
 			q, err := fanout.New(driver, qcfg, deps)
 			if err != nil {

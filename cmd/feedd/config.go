@@ -126,7 +126,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.dataDir, "data", "FEED_DATA", "./data", "directory of the SQLite database file, created if missing")
 	str(&c.logFormat, "log-format", "FEED_LOG_FORMAT", "text", "log format: text or json")
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	num(&c.workers, "workers", "FEED_WORKERS", 4, "fan-out jobs worked at once by this process (0: none)")
+	num(&c.workers, "workers", "FEED_WORKERS", 4, "post jobs worked at once by this process, and 8 times as many follow jobs (0: none)")
 	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", feed.DefaultPageSize, fmt.Sprintf("default number of posts in a feed page (1-%d)", feed.MaxPageSize))
 	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", 10*time.Second, "longest run of one fan-out job before it is cancelled and retried")

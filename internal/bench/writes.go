@@ -31,13 +31,16 @@ type WritesOptions struct {
 // WritesRun is one run of Writes.
 type WritesRun struct {
 	SetupSeconds float64 `json:"setup_s"`
-	LikesPerS    float64 `json:"likes_per_s"`
-	LikesP50ms   float64 `json:"likes_p50_ms"`
-	LikesP99ms   float64 `json:"likes_p99_ms"`
-	FollowsPerS  float64 `json:"follows_per_s"`
-	FollowsP50ms float64 `json:"follows_p50_ms"`
-	FollowsP99ms float64 `json:"follows_p99_ms"`
-	Shed         int64   `json:"shed"` // requests refused with 503 or 429 (retried in the setup)
+	// FanoutSeconds is how long after the setup its follows' fan-out jobs
+	// (each new follower's backfill) were all done.
+	FanoutSeconds float64 `json:"fanout_after_setup_s"`
+	LikesPerS     float64 `json:"likes_per_s"`
+	LikesP50ms    float64 `json:"likes_p50_ms"`
+	LikesP99ms    float64 `json:"likes_p99_ms"`
+	FollowsPerS   float64 `json:"follows_per_s"`
+	FollowsP50ms  float64 `json:"follows_p50_ms"`
+	FollowsP99ms  float64 `json:"follows_p99_ms"`
+	Shed          int64   `json:"shed"` // requests refused with 503 or 429 (retried in the setup)
 }
 
 // WritesResult is the medians of the runs of Writes.
@@ -58,10 +61,11 @@ func (r *WritesResult) Text() string {
 	}
 	return fmt.Sprintf("small writes through the HTTP API, %s%s, %d clients (median of %d runs)\n"+
 		"  setup of %d users (code, login, /user/me, two follows each)  %7.2f s  (%.0f users/s)\n"+
+		"  its follows' fan-out done                                    %7.2f s later\n"+
 		"  likes    %8.0f /s   p50 %7.2f ms   p99 %7.2f ms\n"+
 		"  follows  %8.0f /s   p50 %7.2f ms   p99 %7.2f ms\n"+
 		"  refused under load (503/429): %d\n",
-		r.Backend, sync, r.Clients, len(r.Runs), r.Users, r.SetupSeconds, float64(r.Users)/r.SetupSeconds,
+		r.Backend, sync, r.Clients, len(r.Runs), r.Users, r.SetupSeconds, float64(r.Users)/r.SetupSeconds, r.FanoutSeconds,
 		r.LikesPerS, r.LikesP50ms, r.LikesP99ms, r.FollowsPerS, r.FollowsP50ms, r.FollowsP99ms, r.Shed)
 }
 
@@ -123,13 +127,14 @@ func Writes(ctx context.Context, env *Env, opt WritesOptions) (*WritesResult, er
 		return round(Median(xs), 3)
 	}
 	res.WritesRun = WritesRun{
-		SetupSeconds: med(func(r WritesRun) float64 { return r.SetupSeconds }),
-		LikesPerS:    med(func(r WritesRun) float64 { return r.LikesPerS }),
-		LikesP50ms:   med(func(r WritesRun) float64 { return r.LikesP50ms }),
-		LikesP99ms:   med(func(r WritesRun) float64 { return r.LikesP99ms }),
-		FollowsPerS:  med(func(r WritesRun) float64 { return r.FollowsPerS }),
-		FollowsP50ms: med(func(r WritesRun) float64 { return r.FollowsP50ms }),
-		FollowsP99ms: med(func(r WritesRun) float64 { return r.FollowsP99ms }),
+		SetupSeconds:  med(func(r WritesRun) float64 { return r.SetupSeconds }),
+		FanoutSeconds: med(func(r WritesRun) float64 { return r.FanoutSeconds }),
+		LikesPerS:     med(func(r WritesRun) float64 { return r.LikesPerS }),
+		LikesP50ms:    med(func(r WritesRun) float64 { return r.LikesP50ms }),
+		LikesP99ms:    med(func(r WritesRun) float64 { return r.LikesP99ms }),
+		FollowsPerS:   med(func(r WritesRun) float64 { return r.FollowsPerS }),
+		FollowsP50ms:  med(func(r WritesRun) float64 { return r.FollowsP50ms }),
+		FollowsP99ms:  med(func(r WritesRun) float64 { return r.FollowsP99ms }),
 	}
 	for _, r := range res.Runs {
 		res.Shed += r.Shed
@@ -183,9 +188,11 @@ func writesRun(ctx context.Context, env *Env, c *apiClient, opt WritesOptions, p
 		return nil, fmt.Errorf("set up users: %w", err)
 	}
 	run.SetupSeconds = round(time.Since(start).Seconds(), 3)
+	start = time.Now()
 	if err := drainJobs(ctx, env); err != nil {
 		return nil, err
 	}
+	run.FanoutSeconds = round(time.Since(start).Seconds(), 3)
 
 	// Likes: each client toggles its user's like of a random post.
 	perS, lat, err := c.closedLoop(ctx, opt, "likes", env, func(ctx context.Context, j int, rng *rand.Rand) error {
@@ -230,7 +237,7 @@ func drainJobs(ctx context.Context, env *Env) error {
 		return nil
 	}
 	var n int64
-	err := poll(ctx, 100*time.Millisecond, 10*time.Minute, func() (bool, error) {
+	err := poll(ctx, 50*time.Millisecond, 10*time.Minute, func() (bool, error) {
 		var err error
 		n, err = env.Jobs(ctx)
 		return n == 0, err
