@@ -3,9 +3,9 @@ package fanout
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
 	feed "github.com/feedd/feedd"
@@ -39,22 +39,13 @@ const insertTopic = "river_insert"
 // queues of jobs. It never blocks: a wake-up already pending covers this
 // one too.
 func (w *Wake) Jobs(jobs []feed.Job) {
-	var follow, other bool
+	var queues []string
 	for _, j := range jobs {
-		if queueOf(j) == QueueFollow {
-			follow = true
-		} else {
-			other = true
+		if q := queueOf(j); !slices.Contains(queues, q) {
+			queues = append(queues, q)
 		}
 	}
-	switch {
-	case follow && other:
-		w.notify(river.QueueDefault, QueueFollow)
-	case follow:
-		w.notify(QueueFollow)
-	case other:
-		w.notify(river.QueueDefault)
-	}
+	w.notify(queues...)
 }
 
 // notify wakes every listening worker of this process for queues.

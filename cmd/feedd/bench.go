@@ -197,6 +197,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if c.redisFailover != nil {
 		return errors.New("feedd bench runs against one Redis node: use --redis-url without master_name")
 	}
+	if !set["timeout"] {
+		bf.timeout = defaultBenchTimeout(sub, bf.timeout, bf.duration, bf.runs)
+	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
 	defer cancel()
 
@@ -481,7 +484,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
-	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long")
+	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
@@ -551,4 +554,15 @@ func benchDatabase(ctx context.Context, c *config, tag string, dataSet bool) (fu
 		defer conn.Close(cctx)
 		conn.Exec(cctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	}, nil
+}
+
+// defaultBenchTimeout is --timeout when it is not given: def, or longer when
+// --duration and --runs ask for it, so that a 30-minute soak is not cut off
+// at 20. read and writes measure two things a run for --duration each.
+func defaultBenchTimeout(sub string, def, duration time.Duration, runs int) time.Duration {
+	need := duration
+	if sub == "read" || sub == "writes" {
+		need = 2 * time.Duration(max(runs, 1)) * duration
+	}
+	return max(def, need+10*time.Minute)
 }

@@ -231,3 +231,22 @@ func TestBenchWrites(t *testing.T) {
 		t.Logf("%.0f follows a second: under the default per-user follow limit, which this run did not reach", perClient)
 	}
 }
+
+func TestBenchTimeoutDefault(t *testing.T) {
+	for _, c := range []struct {
+		sub      string
+		duration time.Duration
+		runs     int
+		want     time.Duration
+	}{
+		{"mixed", 30 * time.Minute, 1, 40 * time.Minute}, // the soak
+		{"mixed", time.Minute, 1, 20 * time.Minute},
+		{"read", 10 * time.Minute, 3, 70 * time.Minute},
+		{"writes", 10 * time.Second, 3, 20 * time.Minute},
+		{"fanout", time.Hour, 1, 70 * time.Minute},
+	} {
+		if got := defaultBenchTimeout(c.sub, 20*time.Minute, c.duration, c.runs); got != c.want {
+			t.Errorf("%s --duration %v --runs %d: timeout %v, want %v", c.sub, c.duration, c.runs, got, c.want)
+		}
+	}
+}
