@@ -273,6 +273,17 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	// River's cleaner, run every 30 s by the elected leader among the
 	// processes that work jobs, deletes completed jobs older than this.
 	rc.CompletedJobRetentionPeriod = cmp.Or(max(cfg.CompletedRetention, 0), DefaultCompletedRetention)
+	if driver.DatabaseName() == riverdriver.DatabaseNamePostgres {
+		// River's reindexer rebuilds the job table's indexes (REINDEX
+		// CONCURRENTLY, on the leader), by default once a day. A GIN index
+		// never frees the pages of its entry tree, and every job's args
+		// are new keys in river_job_args_index: it grew ~116 bytes a job
+		// however few rows the cleaner left, a day's jobs before each
+		// rebuild (docs/operations.md, "What may grow").
+		// Hourly, a rebuild reads a table of --job-retention's completed
+		// jobs plus the backlog; River cancels one that takes over a minute.
+		rc.ReindexerSchedule = river.PeriodicInterval(time.Hour)
+	}
 	// FetchCooldown is two things in River. In a process that works jobs it
 	// is the least time between two fetches: River fetches at most
 	// MaxWorkers jobs per FetchCooldown, so its default (100 ms) held short

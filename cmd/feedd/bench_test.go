@@ -203,11 +203,30 @@ func TestBenchMixedEmbedded(t *testing.T) {
 		"--max-reads", "0", "--max-writes", "0"))
 }
 
+// TestBenchMixedPostgresApart is also a short soak: its samples carry the
+// gauges that BENCHMARKS.md's soak table is made of.
 func TestBenchMixedPostgresApart(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
-	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
-		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart"))
+	out := runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
+		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart",
+		"--sample-every", "1s")
+	checkMixed(t, out)
 	noKeysLeft(t, url, prefix)
+	samples, _ := out["samples"].([]any)
+	if len(samples) < 2 {
+		t.Fatalf("%d samples, want at least 2 (at the start and every second)", len(samples))
+	}
+	sample, _ := samples[len(samples)-1].(map[string]any)
+	last, _ := sample["gauges"].(map[string]any)
+	for _, g := range []string{"process_rss_mb", "process_heap_live_mb", "process_goroutines", "process_open_fds", "pgx_pool_api_total", "pgx_pool_worker_total",
+		"redis_pool_worker_total", "river_job_rows", "table_mb_river_job", "table_mb_posts", "rows_sessions", "bench_latencies_mb"} {
+		if _, ok := last[g].(float64); !ok {
+			t.Errorf("gauges[%s] = %v, want a number", g, last[g])
+		}
+	}
+	if x, _ := last["bench_latencies_mb"].(float64); x <= 0 {
+		t.Errorf("bench_latencies_mb = %v after 200 requests, want > 0", last["bench_latencies_mb"])
+	}
 }
 
 // TestBenchWrites runs the small-writes benchmark end to end: every call

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,12 @@ func soakGauges(api, workers *app, pool *pgxpool.Pool, rdb *goredis.Client) func
 		runtime.ReadMemStats(&m)
 		g["process_rss_mb"] = float64(residentKB()) / 1024
 		g["process_heap_inuse_mb"] = float64(m.HeapInuse) / (1 << 20)
+		// The heap the last collection found live: in use also counts
+		// garbage not yet collected, up to GOGC's headroom.
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		if metrics.Read(live); live[0].Value.Kind() == metrics.KindUint64 {
+			g["process_heap_live_mb"] = float64(live[0].Value.Uint64()) / (1 << 20)
+		}
 		g["process_goroutines"] = float64(runtime.NumGoroutine())
 		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
 			g["process_open_fds"] = float64(len(fds))

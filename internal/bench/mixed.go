@@ -229,6 +229,14 @@ func Mixed(ctx context.Context, env *Env, opt MixedOptions) (*MixedResult, error
 			mu.Unlock()
 			n["fresh"] = probes.freshLen()
 			return n
+		}, held: func() int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			n := cap(shedLat)
+			for _, l := range lat {
+				n += cap(l)
+			}
+			return int64(n) * 8 // a time.Duration is an int64
 		}}
 		go func() { defer close(sampled); smp.run(sctx, start) }()
 	} else {

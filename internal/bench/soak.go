@@ -44,6 +44,9 @@ type sampler struct {
 	env     *Env
 	every   time.Duration
 	lengths func() map[string]int // current lengths of the latency lists
+	// held is the bytes the latency lists hold: the load generator's own
+	// memory, which grows with the run in the process that serves it.
+	held    func() int64
 	mu      sync.Mutex
 	samples []MixedSample
 	errs    int
@@ -59,6 +62,9 @@ func (s *sampler) take(ctx context.Context, start time.Time) {
 			s.errs++
 			s.mu.Unlock()
 		}
+	}
+	if g != nil && s.held != nil {
+		g["bench_latencies_mb"] = float64(s.held()) / (1 << 20)
 	}
 	smp := MixedSample{ElapsedS: round(time.Since(start).Seconds(), 1), Gauges: g, offs: s.lengths()}
 	s.mu.Lock()
