@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/internal/bench"
+)
+
+// benchFlags are the flags of feedd bench on top of serve's.
+type benchFlags struct {
+	json         bool
+	runs         int
+	followers    int
+	users        int
+	follows      int
+	posts        int
+	concurrency  int
+	duration     time.Duration
+	publishes    int
+	interval     time.Duration
+	inboxes      int
+	timeout      time.Duration
+	cpuProfile   string
+	streams      int
+	apart        bool
+	events       bool
+	rate         float64
+	pubShare     float64
+	maxInFlight  int
+	workersApart bool
+	sampleEvery  time.Duration
+	soakWindow   time.Duration
+	rank         bench.RankOptions
+	notify       bench.NotifyOptions
+}
+
+// newBenchFlagSet declares serve's flags and the benchmark's. explicit
+// reports which flags the command line set; the error is newFlagSet's.
+func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) string, out io.Writer) (*flag.FlagSet, func(*flag.FlagSet) map[string]bool, error) {
+	fs, envErr := newFlagSet("bench "+sub, c, getenv, out)
+	fs.Init("feedd bench "+sub, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(out, benchUsage)
+		fs.PrintDefaults()
+	}
+	// A benchmark's own log is noise unless something goes wrong.
+	if getenv("FEED_LOG_LEVEL") == "" {
+		fs.Set("log-level", "warn")
+		fs.Lookup("log-level").DefValue = "warn"
+	}
+	fs.Lookup("data").Usage = "directory in which the benchmark makes its temporary SQLite database (default: the system's temp dir)"
+	fs.Lookup("data").DefValue = ""
+	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
+	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
+	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
+	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given)")
+	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
+	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
+	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run")
+	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
+	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
+	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
+	fs.BoolVar(&bf.apart, "clients-apart", true, "stream: hold the idle streams' client ends in a child process, so that only the server's memory is measured")
+	fs.DurationVar(&bf.interval, "interval", 20*time.Millisecond, "publish, stream: pause between two publishes (stream: open loop, 20ms is 50 posts/s)")
+	fs.Float64Var(&bf.rate, "rate", 500, "mixed: arrivals per second (open loop: sent whatever the server does)")
+	fs.Float64Var(&bf.pubShare, "publish-share", 0.06, "mixed: share of publishes in the mix (feed reads take the rest of 80%+6%)")
+	fs.IntVar(&bf.maxInFlight, "max-inflight", 512, "mixed: most requests outstanding; an arrival finding this many is not sent (counted unsent)")
+	fs.BoolVar(&bf.workersApart, "apart", false, "mixed, stream: the workers apart, as 'feedd serve --workers 0' plus 'feedd worker': a River client that only inserts and another that works the jobs (needs --database-url)")
+	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
+	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
+	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
+	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
+	declareRankBenchFlags(fs, &bf.rank)
+	declareNotifyBenchFlags(fs, &bf.notify)
+	return fs, func(fs *flag.FlagSet) map[string]bool {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return set
+	}, envErr
+}
+
+// benchSettings checks the flags of benchmark sub and sets the defaults
+// that differ from serve's; set names the flags given.
+func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) error {
+	c.synchronous = strings.ToUpper(c.synchronous)
+	switch {
+	case c.synchronous != "FULL" && c.synchronous != "NORMAL":
+		return errors.New("--sqlite-synchronous must be FULL or NORMAL")
+	case c.redisCluster != "":
+		return errors.New("feedd bench runs against one Redis node: use --redis-url")
+	case sub == "memory" && c.redisURL == "":
+		return errors.New("feedd bench memory needs --redis-url")
+	case c.workers < 1:
+		return errors.New("feedd bench needs --workers of at least 1")
+	case c.fanoutBatch < 1 || c.fanoutSplit < 1 || c.inboxCap < 1:
+		return errors.New("--fanout-batch, --fanout-split and --inbox-cap must be at least 1")
+	case c.pageSize < 1 || c.pageSize > feed.MaxPageSize:
+		return fmt.Errorf("--page-size must be from 1 to %d", feed.MaxPageSize)
+	case bf.runs < 1:
+		return errors.New("--runs must be at least 1")
+	case bf.workersApart && (sub != "mixed" && sub != "stream" || c.databaseURL == ""):
+		return errors.New("--apart is for feedd bench mixed and stream with --database-url")
+	}
+	if sub == "mixed" && !set["users"] {
+		bf.users = 100
+	}
+	if sub == "writes" {
+		if !set["users"] {
+			bf.users = 10_000
+		}
+		if !set["concurrency"] {
+			bf.concurrency = 32
+		}
+		// One client address signs up every user: the login limits would
+		// refuse it, and they are not what is measured.
+		for name, l := range map[string]*feed.Limit{"code-limit-client": &c.limits.CodePerClient, "code-limit-total": &c.limits.CodeTotal,
+			"code-limit-phone": &c.limits.CodePerPhone, "login-fail-limit-client": &c.limits.FailsPerClient} {
+			if !set[name] {
+				*l = feed.Limit{}
+			}
+		}
+	}
+	// A benchmark's few users write far more often than a person does (in
+	// writes and mixed, back to back): the per-user write limits would
+	// refuse them, and they are not what is measured.
+	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
+		"like-limit-user": &c.writeLimits.Likes} {
+		if !set[name] {
+			*l = feed.Limit{}
+		}
+	}
+	if !set["pull-threshold"] {
+		// The benchmarks measure push: fan-out to every follower. With the
+		// default threshold an author this large would be in pull mode.
+		c.pullAt = 0
+	}
+	if sub != "mixed" {
+		// A benchmark measures its server's work, so it runs it without
+		// load shedding, which would answer part of the benchmark's own
+		// load with 503 (feedd bench mixed measures shedding: it counts
+		// the 503s). Limits given on the command line apply.
+		if !set["max-reads"] {
+			c.maxReads = 0
+		}
+		if !set["max-writes"] {
+			c.maxWrites = 0
+		}
+		if !set["max-lag"] {
+			c.maxLag = 0
+		}
+	}
+	if c.rescueAfter < c.jobTimeout {
+		c.rescueAfter = c.jobTimeout
+	}
+	if err := c.parseRedisURL(); err != nil {
+		return err
+	}
+	if c.redisFailover != nil {
+		return errors.New("feedd bench runs against one Redis node: use --redis-url without master_name")
+	}
+	if !set["timeout"] {
+		bf.timeout = defaultBenchTimeout(sub, bf.timeout, bf.duration, bf.runs)
+	}
+	return nil
+}
+
+// defaultBenchTimeout is --timeout when it is not given: def, or longer when
+// --duration and --runs ask for it, so that a 30-minute soak is not cut off
+// at 20. read and writes measure two things a run for --duration each.
+func defaultBenchTimeout(sub string, def, duration time.Duration, runs int) time.Duration {
+	need := duration
+	if sub == "read" || sub == "writes" {
+		need = 2 * time.Duration(max(runs, 1)) * duration
+	}
+	return max(def, need+10*time.Minute)
+}
