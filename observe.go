@@ -21,9 +21,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) InboxRebuilt() {}
-func (nopObserver) DegradedRead() {}
-func (nopObserver) CodeSent()     {}
+func (nopObserver) InboxRebuilt()  {}
+func (nopObserver) DegradedRead()  {}
+func (nopObserver) CodeSent()      {}
 func (nopObserver) StreamPage(int) {}
 
 func (s *Service) observe() Observer {
