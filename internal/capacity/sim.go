@@ -97,6 +97,10 @@ type Options struct {
 	Days       float64
 	WarmupDays int
 	Seed       uint64
+	// OnStart, when set, is told of the state before the first day:
+	// each user's last activity (seconds, before 0) and mode. For loading
+	// the same state into a real server; the slices are the run's own.
+	OnStart func(lastActive []int32, mode []feed.Mode)
 	// OnVisit, when set, is told of every counted visit in order.
 	OnVisit func(Visit)
 	// Progress, when set, is told of the days done.
@@ -220,6 +224,9 @@ func Run(g *Graph, opt Options) (*Result, error) {
 		if feed.EntersPull(feed.PushMode, int(s.fans[u]), opt.Settings.PullThreshold) {
 			s.setPull(uint32(u))
 		}
+	}
+	if opt.OnStart != nil {
+		opt.OnStart(s.lastActive, s.mode)
 	}
 	total := opt.WarmupDays + int(math.Ceil(opt.Days))
 	end := int64(float64(opt.WarmupDays)*day + opt.Days*day)
