@@ -53,7 +53,7 @@ type GraphOptions struct {
 	ZipfS float64
 	Seed  uint64
 	// Progress, when set, is told of the users done.
-	Progress func(stage string, done, total int)
+	Progress func(stage string, done, total int) `json:"-"`
 }
 
 // NewGraph builds the graph that opt describes: every user draws their

@@ -104,7 +104,7 @@ type Options struct {
 	// OnVisit, when set, is told of every counted visit in order.
 	OnVisit func(Visit)
 	// Progress, when set, is told of the days done.
-	Progress func(stage string, done, total int)
+	Progress func(stage string, done, total int) `json:"-"`
 }
 
 // Result is what a run counted.
