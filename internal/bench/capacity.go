@@ -235,7 +235,9 @@ func (r *CapacityResult) Text() string {
 		row("PostgreSQL rows written/s, peak", func(x CapacityRun) string { return si(x.PeakHour.PGWritesPerS) }, runs)
 		row("PostgreSQL statements/s, peak", func(x CapacityRun) string { return si(x.PeakHour.PGReadsPerS) }, runs)
 		row("core equivalents (+GB/4)", func(x CapacityRun) string { return fmt.Sprintf("%.3g", x.CoreEquivalents) }, runs)
-		row("simulated in (load)", func(x CapacityRun) string { return fmt.Sprintf("%.0fs+%.0fs (%s)", x.GraphSeconds, x.SimSeconds, strings.Fields(x.Load + " ?")[0]) }, runs)
+		row("simulated in (load)", func(x CapacityRun) string {
+			return fmt.Sprintf("%.0fs+%.0fs (%s)", x.GraphSeconds, x.SimSeconds, strings.Fields(x.Load + " ?")[0])
+		}, runs)
 	}
 	fmt.Fprintf(&b, "\nsimulation: %.3g days after %d days of warm-up, --pull-threshold %d\n", r.Inputs.Days, r.Inputs.WarmupDays, r.Inputs.Settings.PullThreshold)
 	table(r.Runs, func(x CapacityRun) string { return si(float64(x.Users)) + " users" })

@@ -135,7 +135,7 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 				return err
 			}
 			if n == cap && kind == "inbox" {
-				k.RedisUsPerDelivery = round(float64((redisCPU(ctx, env.Redis) - cpu0).Microseconds())/float64((to-done)*keys), 3)
+				k.RedisUsPerDelivery = round(float64((redisCPU(ctx, env.Redis)-cpu0).Microseconds())/float64((to-done)*keys), 3)
 			}
 			done = to
 			bar.set(done)

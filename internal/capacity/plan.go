@@ -127,7 +127,7 @@ type Summary struct {
 	PullEdgeShare   float64 `json:"pull_edge_share"` // of follows, to pull-mode authors
 	Day             Figures `json:"day"`
 	PeakHour        Figures `json:"peak_hour"`
-	PeakHourIndex   int     `json:"peak_hour_index"`   // counted hours from the start
+	PeakHourIndex   int     `json:"peak_hour_index"` // counted hours from the start
 	PullsPerPageP99 int     `json:"pull_reads_per_page_p99"`
 	RedisBytes      float64 `json:"redis_bytes"`      // inboxes and outboxes at the end
 	InboxEntries    int64   `json:"inbox_entries"`    // at the end
