@@ -38,20 +38,20 @@ func (g *Graph) Follows(u, v uint32) bool {
 
 // GraphOptions shape a synthetic follow graph.
 type GraphOptions struct {
-	Users int
+	Users int `json:"users,omitempty"`
 	// Kind is "zipf" (the default) or "uniform".
-	Kind string
+	Kind string `json:"kind"`
 	// FollowsMean is the mean number of users a user follows; the counts
 	// are log-normal with FollowsSigma (0: 1.0) around it, at least 1 and
 	// at most MaxFollows (0: 5000) and half the users.
-	FollowsMean  float64
-	FollowsSigma float64
-	MaxFollows   int
+	FollowsMean  float64 `json:"follows_mean"`
+	FollowsSigma float64 `json:"follows_sigma"`
+	MaxFollows   int     `json:"max_follows"`
 	// ZipfS is the exponent of the followee's popularity by rank, rank
 	// r (from 1) drawn with weight r^-ZipfS: follower counts then fall
 	// off as a power law of exponent 1+1/ZipfS (0.78: 2.28).
-	ZipfS float64
-	Seed  uint64
+	ZipfS float64 `json:"zipf_s"`
+	Seed  uint64  `json:"seed"`
 	// Progress, when set, is told of the users done.
 	Progress func(stage string, done, total int) `json:"-"`
 }

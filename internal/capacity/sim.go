@@ -13,11 +13,11 @@ import (
 // Settings are feedd's settings that decide distribution: the serve flags
 // of the same names.
 type Settings struct {
-	PullThreshold int           // --pull-threshold (0: pull mode off)
-	ActiveWindow  time.Duration // --active-days
-	InboxCap      int           // --inbox-cap (0: feed.DefaultInboxCap)
-	Backfill      int           // --backfill (0: feed.DefaultBackfill)
-	SplitSize     int           // --fanout-split (0: 10000)
+	PullThreshold int           `json:"pull_threshold"` // --pull-threshold (0: pull mode off)
+	ActiveWindow  time.Duration `json:"active_window"`  // --active-days (JSON: ns)
+	InboxCap      int           `json:"inbox_cap"`      // --inbox-cap (0: feed.DefaultInboxCap)
+	Backfill      int           `json:"backfill"`       // --backfill (0: feed.DefaultBackfill)
+	SplitSize     int           `json:"split_size"`     // --fanout-split (0: 10000)
 }
 
 // Activity is how users behave: each user draws their own rates once, from
@@ -26,20 +26,20 @@ type Activity struct {
 	// DailyActive is the mean of the users' daily visit probabilities, each
 	// drawn from Beta(a, 1) with that mean: most users rarely come, a few
 	// come every day.
-	DailyActive float64
+	DailyActive float64 `json:"daily_active"`
 	// PagesPerVisit is the mean number of feed pages a visit reads (each
 	// visit's count log-normal, sigma 1, at least 1).
-	PagesPerVisit float64
+	PagesPerVisit float64 `json:"pages_per_visit"`
 	// PostsPerVisit is the mean of the users' posting rates per visit (each
 	// user's rate log-normal with PostsSigma, each visit's posts Poisson).
-	PostsPerVisit float64
-	PostsSigma    float64
+	PostsPerVisit float64 `json:"posts_per_visit"`
+	PostsSigma    float64 `json:"posts_sigma"`
 	// FollowsPerVisit is the mean number of new follows a visit makes
 	// (Poisson), each of a followee drawn by popularity.
-	FollowsPerVisit float64
+	FollowsPerVisit float64 `json:"follows_per_visit"`
 	// Diurnal is the amplitude of the day's cycle: a visit falls in hour h
 	// with weight 1 + Diurnal·cos(2π(h-20)/24), busiest at 20:00.
-	Diurnal float64
+	Diurnal float64 `json:"diurnal"`
 }
 
 // Visit is one user's visit, as the simulation made it: a read of Pages
