@@ -107,7 +107,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if !bf.capacity.needsServer() {
 			fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
 			defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
-			return runCapacity(ctx, nil, bf, capOpt, stdout)
+			return runCapacity(ctx, nil, bf, capOpt, stdout, stderr)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
@@ -346,7 +346,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		out = r
 		text = r.Text()
 	case "capacity":
-		return runCapacity(ctx, env, bf, capOpt, stdout)
+		return runCapacity(ctx, env, bf, capOpt, stdout, stderr)
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,

@@ -156,7 +156,7 @@ func capacitySettings(c *config, bf *benchFlags, set map[string]bool) (bench.Cap
 
 // runCapacity is feedd bench capacity once the flags are read: env is the
 // wired server, or nil when --costs spares it.
-func runCapacity(ctx context.Context, env *bench.Env, bf *benchFlags, opt bench.CapacityOptions, stdout io.Writer) error {
+func runCapacity(ctx context.Context, env *bench.Env, bf *benchFlags, opt bench.CapacityOptions, stdout, stderr io.Writer) error {
 	var costs *capacity.Costs
 	var err error
 	if bf.capacity.costs != "" {
@@ -168,7 +168,7 @@ func runCapacity(ctx context.Context, env *bench.Env, bf *benchFlags, opt bench.
 		return err
 	}
 	if env == nil {
-		env = &bench.Env{}
+		env = &bench.Env{Progress: stderr}
 	}
 	r, err := bench.Capacity(ctx, env, costs, opt)
 	if err != nil {
