@@ -27,7 +27,7 @@ import (
 // CostsOptions size the measurements.
 type CostsOptions struct {
 	// Keys is how many inboxes (and outboxes) are filled for the memory
-	// curves (0: 500).
+	// curves (0: 1000).
 	Keys int
 	// Pages is how many feed pages are timed with and without pulled
 	// authors (0: 3000).
@@ -44,7 +44,7 @@ func MeasureCosts(ctx context.Context, env *Env, opt CostsOptions) (*capacity.Co
 	if env.Redis == nil || !ok || env.Metric == nil {
 		return nil, fmt.Errorf("bench: measuring capacity costs needs --redis-url and --database-url (or --costs FILE)")
 	}
-	opt.Keys, opt.Pages = cmpOr(opt.Keys, 500), cmpOr(opt.Pages, 3000)
+	opt.Keys, opt.Pages = cmpOr(opt.Keys, 1000), cmpOr(opt.Pages, 3000)
 	k := &capacity.Costs{Source: "measured in this run"}
 	if err := measureBytes(ctx, env, opt.Keys, k); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
@@ -73,8 +73,9 @@ func sizes(cap int) []int {
 }
 
 // measureBytes fills keys inboxes (built empty, as a first read builds
-// them, then delivered to post by post as fan-out does) and keys outboxes
-// (a post at a time), reading INFO used_memory at each size. An inbox
+// them, then delivered to post by post as fan-out does), keys inboxes never
+// built (delivered to only) and keys outboxes (a post at a time), reading
+// INFO used_memory at each size. An inbox
 // "at the cap" is measured after a quarter cap more deliveries, at its
 // steady state between trims; the Redis CPU of those deliveries is the
 // cost of a delivery into a full inbox.
@@ -91,25 +92,25 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 	base := time.Now().UnixMilli() - 3_600_000
 	entry := func(p int) feed.Entry { return feed.Entry{PostID: int64(2_000_000 + p), Score: base + int64(p)*1000} }
 
-	for _, kind := range []string{"inbox", "outbox"} {
+	for _, kind := range []string{"inbox", "unbuilt inbox", "outbox"} {
 		before, err := usedMemory(ctx, env.Redis)
 		if err != nil {
 			return err
 		}
 		if kind == "inbox" {
-			for _, u := range users {
+			for _, u := range users { // built empty, as a first read builds it
 				if err := ib.Restore(ctx, u, nil); err != nil {
 					return err
 				}
 			}
 		}
 		deliver := func(from, to int) error {
-			if kind == "inbox" {
+			if kind != "outbox" {
 				return parallel(ctx, 4, to-from, func(ctx context.Context, i int) error {
 					return ib.Deliver(ctx, entry(from+i), users)
 				})
 			}
-			return parallel(ctx, 8, len(users), func(ctx context.Context, i int) error {
+			return parallel(ctx, 16, len(users), func(ctx context.Context, i int) error {
 				for p := from; p < to; p++ {
 					if err := ob.Add(ctx, users[i], entry(p)); err != nil {
 						return err
@@ -146,10 +147,23 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 			pts = append(pts, capacity.Point{Entries: n, Bytes: round(float64(after-before)/float64(keys), 1)})
 		}
 		bar.finish()
-		if kind == "inbox" {
+		switch kind {
+		case "inbox":
 			k.InboxBytes = pts
-		} else {
+		case "unbuilt inbox":
+			k.InboxUnbuiltBytes = pts
+		default:
 			k.OutboxBytes = pts
+		}
+		// The next kind starts from no key, on the same key names, freed
+		// before it starts (DEL, not UNLINK).
+		if kind != "outbox" {
+			if err := deleteSync(ctx, env.Redis, users, ib.HeadKey); err != nil {
+				return err
+			}
+			if err := deleteSync(ctx, env.Redis, users, func(u int64) string { return redis.BodyKey(prefix, u) }); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -98,6 +98,22 @@ func TestRunRules(t *testing.T) {
 	if sum.PullReads != 0 {
 		t.Fatalf("pull reads with pull mode off: %d", sum.PullReads)
 	}
+	// No inbox is built before the first day: each user's first read
+	// rebuilds theirs, and only that read (no activity window).
+	opt.WarmupDays = 0
+	visitors := map[uint32]bool{}
+	opt.OnVisit = func(v capacity.Visit) { visitors[v.User] = true }
+	fresh, err := capacity.Run(g, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rebuilds int64
+	for _, h := range fresh.Hours {
+		rebuilds += h.Rebuilds
+	}
+	if rebuilds != int64(len(visitors)) {
+		t.Fatalf("%d rebuilds for %d users who visited", rebuilds, len(visitors))
+	}
 	if !reflect.DeepEqual(push.InboxSizes, again.InboxSizes) {
 		t.Fatal("the same seed gave other inboxes")
 	}

@@ -36,8 +36,12 @@ type Costs struct {
 	PGQueriesPerPage  float64 `json:"pg_queries_per_page"`
 	// Redis bytes (INFO used_memory) of an inbox and of an outbox by the
 	// entries it holds, measured at a few sizes (linear in between).
-	InboxBytes  []Point `json:"inbox_bytes"`
-	OutboxBytes []Point `json:"outbox_bytes"`
+	// An inbox delivered to but never built (its owner has not read since
+	// it was created) holds no sentinel: InboxUnbuiltBytes (none: as
+	// InboxBytes).
+	InboxBytes        []Point `json:"inbox_bytes"`
+	InboxUnbuiltBytes []Point `json:"inbox_unbuilt_bytes,omitempty"`
+	OutboxBytes       []Point `json:"outbox_bytes"`
 }
 
 // Point is a measured size: the bytes of a key holding Entries entries.
@@ -48,7 +52,8 @@ type Point struct {
 
 // Validate reports costs that cannot be planned with.
 func (c *Costs) Validate() error {
-	if len(c.InboxBytes) < 2 || len(c.OutboxBytes) < 2 || !sortedPoints(c.InboxBytes) || !sortedPoints(c.OutboxBytes) {
+	if len(c.InboxBytes) < 2 || len(c.OutboxBytes) < 2 || !sortedPoints(c.InboxBytes) || !sortedPoints(c.OutboxBytes) ||
+		(c.InboxUnbuiltBytes != nil && (len(c.InboxUnbuiltBytes) < 2 || !sortedPoints(c.InboxUnbuiltBytes))) {
 		return fmt.Errorf("capacity: costs need inbox and outbox bytes at two sizes at least, in order of entries")
 	}
 	if c.RedisUsPerDelivery <= 0 || c.APIUsPerPage <= 0 || c.WorkerUsPerDelivery <= 0 {
@@ -156,10 +161,19 @@ func (k *Costs) Summarize(r *Result, users, threshold int) Summary {
 	}
 	s.Day = k.figures(s.Totals, float64(len(r.Hours))*3600)
 	s.PullsPerPageP99 = quantile(r.PullsPerPage, 0.99)
-	for n, c := range r.InboxSizes {
-		if c > 0 {
+	unbuilt := k.InboxUnbuiltBytes
+	if unbuilt == nil {
+		unbuilt = k.InboxBytes
+	}
+	for n := range r.InboxSizes {
+		if c := r.InboxSizes[n]; c > 0 {
 			s.InboxEntries += c * int64(n)
 			s.InboxBytes += float64(c) * bytesAt(k.InboxBytes, n)
+		}
+		if n < len(r.UnbuiltSizes) && r.UnbuiltSizes[n] > 0 {
+			c := r.UnbuiltSizes[n]
+			s.InboxEntries += c * int64(n)
+			s.InboxBytes += float64(c) * bytesAt(unbuilt, n)
 		}
 	}
 	for n, c := range r.OutboxSizes {

@@ -113,10 +113,12 @@ type Result struct {
 	// PullsPerPage[k] is the number of pages that merged k outboxes (the
 	// last slot: that many or more).
 	PullsPerPage []int64 `json:"-"`
-	// InboxSizes[n] is the number of inboxes in Redis holding n entries at
-	// the end; OutboxSizes likewise for the outboxes.
-	InboxSizes  []int64 `json:"-"`
-	OutboxSizes []int64 `json:"-"`
+	// InboxSizes[n] is the number of built inboxes in Redis holding n
+	// entries at the end, UnbuiltSizes of those never built (delivered to,
+	// never read); OutboxSizes likewise for the outboxes.
+	InboxSizes   []int64 `json:"-"`
+	UnbuiltSizes []int64 `json:"-"`
+	OutboxSizes  []int64 `json:"-"`
 	PullAuthors int     `json:"pull_authors"` // authors in pull mode at the end
 	PullEdges   int64   `json:"pull_edges"`   // follows of them
 	Edges       int64   `json:"edges"`        // follows at the end
@@ -138,6 +140,7 @@ type sim struct {
 	postRate   []float32 // mean posts per visit
 	lastActive []int32   // seconds, may be negative (before the start)
 	inbox      []int16   // entries; -1: no inbox in Redis
+	built      []bool    // the inbox was built (Restore): reads find it
 	posts      []uint32  // posts published (the outbox holds min(cap, posts))
 	fans       []uint32
 	mode       []feed.Mode
@@ -179,6 +182,7 @@ func Run(g *Graph, opt Options) (*Result, error) {
 		postRate:   make([]float32, n),
 		lastActive: make([]int32, n),
 		inbox:      make([]int16, n),
+		built:      make([]bool, n),
 		posts:      make([]uint32, n),
 		fans:       make([]uint32, n),
 		mode:       make([]feed.Mode, n),
@@ -190,6 +194,7 @@ func Run(g *Graph, opt Options) (*Result, error) {
 		res: &Result{
 			PullsPerPage: make([]int64, maxPullSlot+1),
 			InboxSizes:   make([]int64, cap+1),
+			UnbuiltSizes: make([]int64, cap+1),
 			OutboxSizes:  make([]int64, cap+1),
 		},
 	}
@@ -259,8 +264,11 @@ func Run(g *Graph, opt Options) (*Result, error) {
 		s.res.Hours = append(s.res.Hours, Counts{})
 	}
 	for u := range n {
-		if s.inbox[u] >= 0 {
+		switch {
+		case s.built[u]:
 			s.res.InboxSizes[s.inbox[u]]++
+		case s.inbox[u] >= 0:
+			s.res.UnbuiltSizes[s.inbox[u]]++
 		}
 		if s.posts[u] > 0 {
 			s.res.OutboxSizes[min(int(s.posts[u]), cap)]++
@@ -305,9 +313,10 @@ func (s *sim) visit(v *Visit) {
 	c.Visits++
 	st := s.opt.Settings
 	prev, now := time.Unix(int64(s.lastActive[u]), 0), time.Unix(v.At, 0)
-	if s.inbox[u] < 0 || feed.Regenerates(prev, now, st.ActiveWindow) {
-		// A missing inbox is rebuilt by the read that finds it (ErrInboxLost),
-		// a returning user's before they read (Service.touch).
+	if !s.built[u] || feed.Regenerates(prev, now, st.ActiveWindow) {
+		// An inbox never built is rebuilt by the read that finds it
+		// (ErrInboxLost), deliveries to it notwithstanding; a returning
+		// user's before they read (Service.touch).
 		s.rebuild(u)
 	}
 	if feed.TouchDue(prev, now) {
@@ -412,6 +421,7 @@ func (s *sim) rebuild(u uint32) {
 	})
 	n = min(n, s.cap)
 	s.inbox[u] = int16(max(int(s.inbox[u]), n)) // Restore merges
+	s.built[u] = true
 	s.now.Rebuilds++
 	s.now.RebuiltEntries += int64(n)
 }
