@@ -93,6 +93,11 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 	entry := func(p int) feed.Entry { return feed.Entry{PostID: int64(2_000_000 + p), Score: base + int64(p)*1000} }
 
 	for _, kind := range []string{"inbox", "unbuilt inbox", "outbox"} {
+		// Every connection the fills use is open before the baseline: a
+		// client's buffers are in used_memory too (~20 KB each).
+		if err := parallel(ctx, 16, 64, func(ctx context.Context, _ int) error { return env.Redis.Ping(ctx).Err() }); err != nil {
+			return err
+		}
 		before, err := usedMemory(ctx, env.Redis)
 		if err != nil {
 			return err
