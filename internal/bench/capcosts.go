@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -44,7 +45,7 @@ func MeasureCosts(ctx context.Context, env *Env, opt CostsOptions) (*capacity.Co
 	if env.Redis == nil || !ok || env.Metric == nil {
 		return nil, fmt.Errorf("bench: measuring capacity costs needs --redis-url and --database-url (or --costs FILE)")
 	}
-	opt.Keys, opt.Pages = cmpOr(opt.Keys, 1000), cmpOr(opt.Pages, 3000)
+	opt.Keys, opt.Pages = cmp.Or(max(opt.Keys, 0), 1000), cmp.Or(max(opt.Pages, 0), 3000)
 	k := &capacity.Costs{Source: "measured in this run"}
 	if err := measureBytes(ctx, env, opt.Keys, k); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
@@ -53,13 +54,6 @@ func MeasureCosts(ctx context.Context, env *Env, opt CostsOptions) (*capacity.Co
 		return nil, err
 	}
 	return k, nil
-}
-
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // sizes are the entry counts at which key bytes are measured: powers of two

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -119,9 +120,9 @@ type Result struct {
 	InboxSizes   []int64 `json:"-"`
 	UnbuiltSizes []int64 `json:"-"`
 	OutboxSizes  []int64 `json:"-"`
-	PullAuthors int     `json:"pull_authors"` // authors in pull mode at the end
-	PullEdges   int64   `json:"pull_edges"`   // follows of them
-	Edges       int64   `json:"edges"`        // follows at the end
+	PullAuthors  int     `json:"pull_authors"` // authors in pull mode at the end
+	PullEdges    int64   `json:"pull_edges"`   // follows of them
+	Edges        int64   `json:"edges"`        // follows at the end
 }
 
 const day = 24 * 3600
@@ -360,7 +361,7 @@ func (s *sim) post(u uint32, at int64) {
 	if !feed.Pushed(s.mode[u]) {
 		return
 	}
-	split := cmpOr(st.SplitSize, 10000)
+	split := cmp.Or(max(st.SplitSize, 0), 10000)
 	if fans := int(s.fans[u]); fans > split {
 		c.BatchJobs += int64((fans+split-1)/split - 1)
 	}
@@ -452,13 +453,6 @@ func (s *sim) eachFollowee(u uint32, fn func(uint32)) {
 	for _, f := range s.extraOut[u] {
 		fn(f)
 	}
-}
-
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // poisson draws from a Poisson distribution of mean m (Knuth's method for
