@@ -443,4 +443,3 @@ func TestDeliverConcurrentCap(t *testing.T) {
 		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, feed.InboxSlack(cap))
 	}
 }
-

@@ -139,4 +139,3 @@ func TestSessionSweepClock(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
-
