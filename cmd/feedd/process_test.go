@@ -19,11 +19,14 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the feedd binary that process tests build.
+// TestMain removes the feedd binaries that process and release tests build.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
+	}
+	if releaseBuilt.dir != "" {
+		os.RemoveAll(releaseBuilt.dir)
 	}
 	os.Exit(code)
 }
