@@ -58,8 +58,8 @@ CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
 -- ToggleLike: the author likablePost read), and likes_user covers a
 -- viewer's likes with their times and authors: the ranked timeline's
 -- affinity of a viewer (their likes since a time, by author) is one
--- index-only range, with no join of posts per like (BENCHMARKS.md "The
--- cold ranked page"). The index also answers "has the viewer liked post p".
+-- index-only range, with no join of posts per like (BENCHMARKS.md "Ranked
+-- timeline"). The index also answers "has the viewer liked post p".
 CREATE TABLE likes (
     id         BIGSERIAL PRIMARY KEY,
     post_id    BIGINT NOT NULL,

@@ -54,8 +54,8 @@ CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
 -- written with the like, and likes_user covers a viewer's likes with their
 -- times and authors: the ranked timeline's affinity of a viewer (their
 -- likes since a time, by author) is one range of this index, with no
--- lookup of the likes table or of posts per like (BENCHMARKS.md "The cold
--- ranked page"). The index also answers "has the viewer liked post p".
+-- lookup of the likes table or of posts per like (BENCHMARKS.md "Ranked
+-- timeline"). The index also answers "has the viewer liked post p".
 CREATE TABLE likes (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     post_id    INTEGER NOT NULL,
