@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,25 +21,48 @@ import (
 )
 
 // releaseBuilt holds the release binaries of HEAD, built once per test run
-// by scripts/release.sh into dir (removed by TestMain).
+// by scripts/release.sh into dir (removed by TestMain). The build starts
+// with the test binary when the release tests are to run (TestMain calls
+// startReleaseBuild), so that it overlaps the package's other tests.
 var releaseBuilt struct {
 	once sync.Once
+	done chan struct{}
 	dir  string
 	err  error
 	out  []byte
 }
 
-// releaseBuild returns the directory of the release binaries of HEAD.
+// startReleaseBuild starts the release build in the background, once.
+func startReleaseBuild() {
+	releaseBuilt.once.Do(func() {
+		releaseBuilt.done = make(chan struct{})
+		go func() {
+			defer close(releaseBuilt.done)
+			releaseBuilt.dir, releaseBuilt.err = os.MkdirTemp("", "feedd-release-")
+			if releaseBuilt.err != nil {
+				return
+			}
+			cmd := exec.Command("../../scripts/release.sh", "-o", releaseBuilt.dir)
+			releaseBuilt.out, releaseBuilt.err = cmd.CombinedOutput()
+		}()
+	})
+}
+
+// releaseTestsRun reports whether -test.run selects the release tests.
+func releaseTestsRun() bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	re, err := regexp.Compile(strings.SplitN(f.Value.String(), "/", 2)[0])
+	return err == nil && (re.MatchString("TestReleaseReproducible") || re.MatchString("TestReleaseBinaryInEmptyRoot"))
+}
+
+// releaseBuild waits for the release build and returns its directory.
 func releaseBuild(t *testing.T) string {
 	t.Helper()
-	releaseBuilt.once.Do(func() {
-		releaseBuilt.dir, releaseBuilt.err = os.MkdirTemp("", "feedd-release-")
-		if releaseBuilt.err != nil {
-			return
-		}
-		cmd := exec.Command("../../scripts/release.sh", "-o", releaseBuilt.dir)
-		releaseBuilt.out, releaseBuilt.err = cmd.CombinedOutput()
-	})
+	startReleaseBuild()
+	<-releaseBuilt.done
 	if releaseBuilt.err != nil {
 		t.Fatalf("scripts/release.sh: %v\n%s", releaseBuilt.err, releaseBuilt.out)
 	}
