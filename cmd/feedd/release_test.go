@@ -85,10 +85,10 @@ func headCommit(t *testing.T) string {
 // another clone in another directory, and gets the same bytes for every
 // target (SHA256SUMS equal): no path, time or build id of one build
 // reaches its binary. (The two share Go's build cache, whose entries are
-// keyed by their inputs, so that the test costs one build; built with an
-// empty cache, GOCACHE=$(mktemp -d) scripts/release.sh, the sums are the
-// same.) Each binary is static, built with -trimpath, and says which
-// commit it was built from.
+// keyed by their inputs, so that the test costs one build; to compare
+// with a build from nothing, run scripts/release.sh with GOCACHE set to an
+// empty directory.) Each binary is static, built with -trimpath, and says
+// which commit it was built from.
 func TestReleaseReproducible(t *testing.T) {
 	head := headCommit(t)
 	first := releaseBuild(t)
