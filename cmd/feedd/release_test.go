@@ -223,7 +223,7 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 		{"GET", "/healthz", "", 200},
 		{"GET", "/readyz", "", 200},
 		{"GET", "/", "", 200},
-		{"POST", "/v1/auth/code", `{"phone":"13800000001"}`, 200},
+		{"POST", "/v1/auth/code", `{"phone":"13800000001"}`, 204},
 	} {
 		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
 		if c.body != "" {
