@@ -66,6 +66,15 @@ func ParseCommentPolicy(s string) (CommentPolicy, error) {
 	return 0, Errorf(EINVALID, "comment_policy must be everyone, following or nobody")
 }
 
+// Refusals of the comment stores, one sentence each for every engine.
+var (
+	ErrCommentsOff       = Errorf(EFORBIDDEN, "the author has turned comments off on this post")
+	ErrCommentsFollowing = Errorf(EFORBIDDEN, "the author allows comments only from people they follow")
+	ErrNotCommentDeleter = Errorf(EFORBIDDEN, "only the comment's author or the post's author may delete this comment")
+	ErrNotPostAuthor     = Errorf(EFORBIDDEN, "only the post's author may hide its comments")
+	ErrNotPolicySetter   = Errorf(EFORBIDDEN, "only the author may change who may comment on this post")
+)
+
 // CommentStatus is a comment's moderation state, the tutorial's status
 // column: 0 normal, 1 reported (reports not yet enough to hide it), 2
 // hidden (by reports or an admin).

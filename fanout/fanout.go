@@ -76,6 +76,9 @@ type Deps struct {
 	Users   feed.UserStore
 	Social  feed.SocialStore
 	Outbox  feed.Outbox
+	// Comments, when set, has the comments of a removed post purged by its
+	// removal job, in transactions of feed.PurgeBatch comments.
+	Comments feed.CommentStore
 	// PullThreshold: an author with at least this many followers is put in
 	// pull mode (0: never); they leave it below 9/10 of it.
 	PullThreshold int
@@ -150,6 +153,25 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
 }
 
+// purgeComments removes the comments of deleted post postID, a batch per
+// transaction (PurgeComments), so that a post with 100,000 comments goes
+// without one huge transaction. A retried job starts over where the last
+// batch left off.
+func (d *Deps) purgeComments(ctx context.Context, postID int64) error {
+	if d.Comments == nil {
+		return nil
+	}
+	for {
+		n, err := d.Comments.PurgeComments(ctx, postID, feed.PurgeBatch)
+		if err != nil {
+			return err
+		}
+		if n < feed.PurgeBatch {
+			return nil
+		}
+	}
+}
+
 type postWorker[TTx any] struct {
 	river.WorkerDefaults[PostArgs]
 	deps *Deps
@@ -178,6 +200,11 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	a := job.Args
 	d := w.deps
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
+	if a.Op == OpRemove {
+		if err := d.purgeComments(ctx, a.PostID); err != nil {
+			return err
+		}
+	}
 	// The mode is settled before the outbox is written (see followWorker).
 	mode := feed.PushMode
 	if a.Op == OpAdd {
