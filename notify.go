@@ -89,16 +89,16 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // NotifyGroup is one group of a user's notifications, as the store keeps it.
 type NotifyGroup struct {
-	ID       int64
-	UserID   int64
-	Kind     string
-	PostID   int64   // like, comment and moderation groups: the post; 0 for follows
+	ID     int64
+	UserID int64
+	Kind   string
+	PostID int64 // like, comment and moderation groups: the post; 0 for follows
 	// CommentID is a reply group's target: the comment answered (0 for
 	// the other kinds). Hydration sets PostID to its post.
 	CommentID int64
-	Count    int     // distinct actors (1 for a moderation group)
-	ActorIDs []int64 // the newest NotifyActorsShown actors, newest first
-	Action   string  // moderation groups: ModerationHidden or ModerationRestored
+	Count     int     // distinct actors (1 for a moderation group)
+	ActorIDs  []int64 // the newest NotifyActorsShown actors, newest first
+	Action    string  // moderation groups: ModerationHidden or ModerationRestored
 	// LatestAt is the time of the latest event that joined the group. It
 	// never moves back (a retraction leaves it), so a scroll by it shows
 	// each group once.
