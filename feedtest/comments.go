@@ -31,6 +31,7 @@ func TestComments(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Hidden", func(t *testing.T) { testCommentHidden(t, open(t)) })
 	t.Run("Deletes", func(t *testing.T) { testCommentDeletes(t, open(t)) })
 	t.Run("Likes", func(t *testing.T) { testCommentLikes(t, open(t)) })
+	t.Run("Ranked", func(t *testing.T) { testCommentRanked(t, open(t)) })
 	t.Run("CursorNew", func(t *testing.T) { testCommentCursor(t, open(t), feed.CommentOrderNew, 60) })
 	t.Run("CursorTop", func(t *testing.T) { testCommentCursor(t, open(t), feed.CommentOrderTop, 60) })
 	t.Run("CursorTopTail", func(t *testing.T) { testCommentCursor(t, open(t), feed.CommentOrderTop, feed.TopCommentsKept+40) })
@@ -699,5 +700,45 @@ func testCommentCursor(t *testing.T, b *Backend, order string, n int) {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return
 		}
+	}
+}
+
+// testCommentRanked: in the ranked timeline, a post commented on by someone
+// the viewer interacts with (whose post the viewer liked) ranks above an
+// otherwise equal, newer one; its author's own comments do not count.
+func testCommentRanked(t *testing.T, b *Backend) {
+	w := newCommentWorld(t, b)
+	ctx := t.Context()
+	u := w.users(4)
+	v, a, bo, c := u[0], u[1], u[2], u[3]
+	for _, x := range []int64{a, bo, c} {
+		must(t, b.Follows.SetFollow(ctx, v, x, true, time.UnixMilli(w.clock.Load())), "SetFollow")
+	}
+	publish := func(author int64) int64 {
+		w.tick()
+		p, err := w.s.Publish(ctx, author, feed.PostInput{Title: "t", Content: "c"})
+		must(t, err, "Publish")
+		must(t, RunJobs(ctx, b), "RunJobs")
+		return p.ID
+	}
+	pc := publish(c)
+	must(t, w.s.SetLike(ctx, v, pc, true), "SetLike")
+	pb := publish(bo)
+	pa := publish(a)
+	w.comment(a, pa, "the author's own comment")
+	w.comment(c, pb, "c talks about b's post")
+	page, err := w.s.RankedTimeline(ctx, v, nil, 10)
+	must(t, err, "RankedTimeline")
+	var ids []int64
+	feature := map[int64]float64{}
+	for _, p := range page.List {
+		ids = append(ids, p.ID)
+		feature[p.ID] = p.Rank.Features["comments"]
+	}
+	if len(ids) < 2 || ids[0] != pb || ids[1] != pa {
+		t.Fatalf("ranked %v, want %d (commented on by someone the viewer likes) before %d", ids, pb, pa)
+	}
+	if feature[pb] != 0.5 || feature[pa] != 0 {
+		t.Fatalf("comments features %v, want 0.5 for %d and 0 for %d", feature, pb, pa)
 	}
 }
