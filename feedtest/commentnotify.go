@@ -55,7 +55,7 @@ func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.Notif
 
 	// Deletes retract only an actor's last comment there.
 	must(t, w.s.DeleteComment(ctx, bo, c1.ID), "delete b's first") // b has another
-	must(t, w.s.DeleteComment(ctx, di, r.ID), "delete d's reply")   // d had only it
+	must(t, w.s.DeleteComment(ctx, di, r.ID), "delete d's reply")  // d had only it
 	wantGroups(t, w.page(a), "reply:"+itoa(p)+":1:["+itoa(ed)+"]", "comment:"+itoa(p)+":2:["+itoa(cy)+" "+itoa(bo)+"]")
 	if gs := w.page(bo); len(gs) != 0 {
 		t.Fatalf("b's groups after the reply's delete: %q", describe(gs))
