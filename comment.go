@@ -27,8 +27,8 @@ const (
 	// top-level comments carries with each.
 	RepliesShown = 2
 	// TopCommentsKept is how many top-level comments a scroll in the top
-	// order keeps in its snapshot (commentread.go); the comments beyond
-	// them follow newest first.
+	// order keeps in its order (its cursor carries them: commentcursor.go);
+	// the comments beyond them follow newest first.
 	TopCommentsKept = 200
 	// PurgeBatch is how many comments of a deleted post one transaction
 	// removes (PurgeComments).
@@ -153,9 +153,10 @@ type CommentStore interface {
 	// within b (a Bound on creation ms and id), newest first: a keyset
 	// page, exact whatever is added or deleted between two pages.
 	NewComments(ctx context.Context, postID int64, b Bound, limit int) ([]*Comment, error)
-	// TopComments returns postID's first limit top-level comments by likes,
-	// then newest first: an index range, whatever the post's size.
-	TopComments(ctx context.Context, postID int64, limit int) ([]*Comment, error)
+	// TopComments returns the ids of postID's first limit top-level
+	// comments by likes, then newest first: an index range, read from the
+	// index alone, whatever the post's size.
+	TopComments(ctx context.Context, postID int64, limit int) ([]int64, error)
 	// Replies returns at most limit replies of thread threadID after key
 	// after (the zero Entry: from the first), oldest first.
 	Replies(ctx context.Context, threadID int64, after Entry, limit int) ([]*Comment, error)

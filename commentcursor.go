@@ -2,8 +2,8 @@ package feed
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -21,37 +21,52 @@ const orderReplies = "replies"
 // next_cursor of the comment routes, opaque to clients.
 //
 // In the new order and in a thread's replies it is a keyset: Key, the last
-// comment read (creation ms, comment id). In the top order it names the
-// scroll's snapshot (its top-level comments by likes when the scroll
-// began, at most TopCommentsKept) and the items read of it; when the post
-// had more, the rest follows, newest first, as a keyset within the
-// comments created at or before Since, leaving out those of the snapshot.
+// comment read (creation ms, comment id). In the top order it carries the
+// scroll's order itself, Top: the ids of the post's first TopCommentsKept
+// top-level comments by likes when the scroll began, and Pos, how many of
+// them were read. When the post had more (Tail), the rest follows newest
+// first, as a keyset (Key) within the comments created at or before Since,
+// leaving out those of Top. Carried by the client, the order needs no
+// state on the server and never expires.
 type CommentCursor struct {
-	Order    string
-	Thread   int64  // replies: the thread's top-level comment
-	Snapshot string // top: the snapshot's id
-	Pos      int    // top: snapshot items read
-	Since    int64  // top: when the scroll began (ms)
-	Tail     bool   // top: comments beyond the snapshot follow
-	InTail   bool   // top: the snapshot is read; Key is in the rest
-	Key      Entry  // the last comment read, for the keyset parts
+	Order  string
+	Thread int64   // replies: the thread's top-level comment
+	Top    []int64 // top: the scroll's order
+	Pos    int     // top: the ids of Top read
+	Since  int64   // top: when the scroll began (ms)
+	Tail   bool    // top: comments beyond Top follow
+	InTail bool    // top: Top is read; Key is in the rest
+	Key    Entry   // the last comment read, for the keyset parts
 }
 
 // EncodeCommentCursor returns the opaque form of c.
 func EncodeCommentCursor(c CommentCursor) string {
-	var s string
 	switch c.Order {
 	case CommentOrderTop:
-		s = fmt.Sprintf("c1:top:%s:%d:%d:%t:%t:%d:%d", c.Snapshot, c.Pos, c.Since, c.Tail, c.InTail, c.Key.Score, c.Key.PostID)
+		// Binary: the flags, the numbers and the ids as varints (each id
+		// as its difference from the one before).
+		b := []byte("c1t")
+		flags := uint64(0)
+		if c.Tail {
+			flags |= 1
+		}
+		if c.InTail {
+			flags |= 2
+		}
+		for _, n := range []uint64{flags, uint64(c.Pos), uint64(c.Since), uint64(c.Key.Score), uint64(c.Key.PostID), uint64(len(c.Top))} {
+			b = binary.AppendUvarint(b, n)
+		}
+		prev := int64(0)
+		for _, id := range c.Top {
+			b = binary.AppendVarint(b, id-prev)
+			prev = id
+		}
+		return base64.RawURLEncoding.EncodeToString(b)
 	case orderReplies:
-		s = fmt.Sprintf("c1:replies:%d:%d:%d", c.Thread, c.Key.Score, c.Key.PostID)
-	default:
-		s = fmt.Sprintf("c1:new:%d:%d", c.Key.Score, c.Key.PostID)
+		return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "c1:replies:%d:%d:%d", c.Thread, c.Key.Score, c.Key.PostID))
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "c1:new:%d:%d", c.Key.Score, c.Key.PostID))
 }
-
-var snapshotIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // DecodeCommentCursor parses the cursor s of a list in order (top, new or,
 // for a thread's replies, "replies"). EINVALID if it is not one this
@@ -62,49 +77,69 @@ func DecodeCommentCursor(s, order string) (CommentCursor, error) {
 	if err != nil {
 		return CommentCursor{}, bad
 	}
+	c := CommentCursor{Order: order}
+	if order == CommentOrderTop {
+		if !decodeTop(b, &c) {
+			return CommentCursor{}, bad
+		}
+		return c, nil
+	}
 	f := strings.Split(string(b), ":")
 	if len(f) < 4 || f[0] != "c1" || f[1] != order {
 		return CommentCursor{}, bad
 	}
-	nums := func(fs []string) ([]int64, bool) {
-		out := make([]int64, len(fs))
-		for i, x := range fs {
-			n, err := strconv.ParseInt(x, 10, 64)
-			if err != nil || n < 0 {
-				return nil, false
-			}
-			out[i] = n
+	n := make([]int64, 0, 3)
+	for _, x := range f[2:] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || v < 0 {
+			return CommentCursor{}, bad
 		}
-		return out, true
+		n = append(n, v)
 	}
-	c := CommentCursor{Order: order}
-	switch order {
-	case CommentOrderNew:
-		n, ok := nums(f[2:])
-		if !ok || len(n) != 2 || n[1] == 0 {
-			return c, bad
-		}
+	switch {
+	case order == CommentOrderNew && len(n) == 2 && n[1] > 0:
 		c.Key = Entry{Score: n[0], PostID: n[1]}
-	case orderReplies:
-		n, ok := nums(f[2:])
-		if !ok || len(n) != 3 || n[0] == 0 || n[2] == 0 {
-			return c, bad
-		}
+	case order == orderReplies && len(n) == 3 && n[0] > 0 && n[2] > 0:
 		c.Thread, c.Key = n[0], Entry{Score: n[1], PostID: n[2]}
-	case CommentOrderTop:
-		if len(f) != 9 || !snapshotIDPattern.MatchString(f[2]) {
-			return c, bad
-		}
-		n, ok := nums([]string{f[3], f[4], f[7], f[8]})
-		tail, err1 := strconv.ParseBool(f[5])
-		inTail, err2 := strconv.ParseBool(f[6])
-		if !ok || err1 != nil || err2 != nil || n[0] > TopCommentsKept || (inTail && !tail) {
-			return c, bad
-		}
-		c.Snapshot, c.Pos, c.Since, c.Tail, c.InTail = f[2], int(n[0]), n[1], tail, inTail
-		c.Key = Entry{Score: n[2], PostID: n[3]}
 	default:
-		return c, bad
+		return CommentCursor{}, bad
 	}
 	return c, nil
+}
+
+// decodeTop reads the binary form of a top cursor into c; false if b is
+// not one.
+func decodeTop(b []byte, c *CommentCursor) bool {
+	if len(b) < 3 || string(b[:3]) != "c1t" {
+		return false
+	}
+	b = b[3:]
+	var n [6]uint64
+	for i := range n {
+		v, k := binary.Uvarint(b)
+		if k <= 0 || v > 1<<62 {
+			return false
+		}
+		n[i], b = v, b[k:]
+	}
+	flags, count := n[0], n[5]
+	if flags > 3 || count > TopCommentsKept || n[1] > count {
+		return false
+	}
+	c.Tail, c.InTail = flags&1 != 0, flags&2 != 0
+	c.Pos, c.Since, c.Key = int(n[1]), int64(n[2]), Entry{Score: int64(n[3]), PostID: int64(n[4])}
+	if c.InTail && !c.Tail {
+		return false
+	}
+	prev := int64(0)
+	c.Top = make([]int64, 0, count)
+	for range count {
+		d, k := binary.Varint(b)
+		if k <= 0 || prev+d <= 0 {
+			return false
+		}
+		prev += d
+		c.Top, b = append(c.Top, prev), b[k:]
+	}
+	return len(b) == 0
 }

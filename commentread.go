@@ -3,8 +3,6 @@ package feed
 import (
 	"context"
 	"slices"
-
-	"github.com/feedd/feedd/rank"
 )
 
 // Reading comments: the pages of a post's top-level comments (top and new
@@ -97,77 +95,43 @@ func (s *Service) PostComments(ctx context.Context, viewerID, postID int64, orde
 
 // topComments is PostComments in the top order (see CommentCursor).
 func (s *Service) topComments(ctx context.Context, viewerID int64, post *Post, after *CommentCursor, limit int) (*CommentPage, error) {
-	cur := after
-	var snapshot []*Comment // a first page: the snapshot as read
-	if cur == nil {
-		cs, err := s.Comments.TopComments(ctx, post.ID, TopCommentsKept+1)
+	var c CommentCursor
+	if after != nil {
+		c = *after
+	} else {
+		ids, err := s.Comments.TopComments(ctx, post.ID, TopCommentsKept+1)
 		if err != nil {
 			return nil, err
 		}
-		tail := len(cs) > TopCommentsKept
-		if !tail && len(cs) <= limit {
-			list, err := s.topLevelViews(ctx, viewerID, post, cs)
-			return &CommentPage{List: list}, err
+		c = CommentCursor{Order: CommentOrderTop, Top: ids, Since: s.now().UnixMilli()}
+		if len(ids) > TopCommentsKept {
+			c.Top, c.Tail = ids[:TopCommentsKept], true
 		}
-		if tail {
-			cs = cs[:TopCommentsKept]
-		}
-		id, err := rank.NewSnapshotID(s.rand())
-		if err != nil {
-			return nil, err
-		}
-		now := s.now()
-		items := make([]rank.Item, len(cs))
-		for i, c := range cs {
-			// A comment's snapshot item: its id, and its creation ms.
-			items[i] = rank.Item{PostID: c.ID, Score: c.CreatedAt.UnixMilli()}
-		}
-		if err := s.Snapshots.SaveSnapshot(ctx, viewerID, id, items, now, now.Add(s.rankSettings().SnapshotTTL)); err != nil {
-			return nil, err
-		}
-		cur = &CommentCursor{Order: CommentOrderTop, Snapshot: id, Since: now.UnixMilli(), Tail: tail}
-		snapshot = cs
 	}
-	c := *cur
 	page := &CommentPage{List: []CommentView{}}
 	for range maxEmptyPages {
 		want := limit - len(page.List)
 		var cs []*Comment
 		more := true
 		if !c.InTail {
-			var ids []int64
-			if snapshot != nil {
-				end := min(c.Pos+want, len(snapshot))
-				cs, more = snapshot[c.Pos:end], end < len(snapshot)
-			} else {
-				items, m, err := s.snapshotItems(ctx, viewerID, c.Snapshot, c.Pos, want)
-				if err != nil {
-					return nil, err
-				}
-				more = m
-				for _, it := range items {
-					ids = append(ids, it.PostID)
-				}
-				byID, err := s.Comments.Comments(ctx, ids)
-				if err != nil {
-					return nil, err
-				}
-				for _, id := range ids {
-					if x := byID[id]; x != nil && x.PostID == post.ID {
-						cs = append(cs, x)
-					}
-				}
-				c.Pos += len(ids)
+			end := min(c.Pos+want, len(c.Top))
+			ids := c.Top[c.Pos:end]
+			byID, err := s.Comments.Comments(ctx, ids)
+			if err != nil {
+				return nil, err
 			}
-			if snapshot != nil {
-				c.Pos += len(cs)
+			for _, id := range ids {
+				if x := byID[id]; x != nil && x.PostID == post.ID && x.ParentID == 0 {
+					cs = append(cs, x)
+				}
 			}
+			c.Pos, more = end, end < len(c.Top)
 			if !more && c.Tail {
 				c.InTail, more = true, true
 			}
 		} else {
 			var err error
-			if cs, more, err = s.topTail(ctx, viewerID, post.ID, &c, want); err != nil {
+			if cs, more, err = s.topTail(ctx, post.ID, &c, want); err != nil {
 				return nil, err
 			}
 		}
@@ -187,28 +151,10 @@ func (s *Service) topComments(ctx context.Context, viewerID int64, post *Post, a
 	return page, nil
 }
 
-// snapshotItems reads a top scroll's snapshot: ENOTFOUND (expired, or not
-// the viewer's) is the client's stale cursor.
-func (s *Service) snapshotItems(ctx context.Context, viewerID int64, id string, pos, n int) ([]rank.Item, bool, error) {
-	items, more, err := s.Snapshots.Snapshot(ctx, viewerID, id, pos, n, s.now())
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, false, Errorf(EINVALID, "cursor has expired or is not one this server returned; start again without a cursor")
-	}
-	return items, more, err
-}
-
 // topTail reads at most n comments of the top order's rest after c.Key:
 // the top-level comments created at or before c.Since, newest first, less
-// those in the snapshot. It moves c.Key and reports whether more follow.
-func (s *Service) topTail(ctx context.Context, viewerID, postID int64, c *CommentCursor, n int) ([]*Comment, bool, error) {
-	items, _, err := s.snapshotItems(ctx, viewerID, c.Snapshot, 0, TopCommentsKept)
-	if err != nil {
-		return nil, false, err
-	}
-	inSnapshot := make(map[int64]bool, len(items))
-	for _, it := range items {
-		inSnapshot[it.PostID] = true
-	}
+// those of c.Top. It moves c.Key and reports whether more follow.
+func (s *Service) topTail(ctx context.Context, postID int64, c *CommentCursor, n int) ([]*Comment, bool, error) {
 	b := AtMost(c.Since)
 	if c.Key.PostID != 0 {
 		b = After(c.Key)
@@ -218,8 +164,7 @@ func (s *Service) topTail(ctx context.Context, viewerID, postID int64, c *Commen
 		return nil, false, err
 	}
 	c.Key = cs[len(cs)-1].Key()
-	more := len(cs) == n
-	return slices.DeleteFunc(cs, func(x *Comment) bool { return inSnapshot[x.ID] }), more, nil
+	return slices.DeleteFunc(cs, func(x *Comment) bool { return slices.Contains(c.Top, x.ID) }), len(cs) == n, nil
 }
 
 // CommentReplies returns a page of the replies of thread (the top-level

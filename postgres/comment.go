@@ -150,9 +150,10 @@ func (db *DB) NewComments(ctx context.Context, postID int64, b feed.Bound, limit
 		ORDER BY created_at DESC, id DESC LIMIT $4`, postID, b.Max, b.BeforeID, limit))
 }
 
-// TopComments implements feed.CommentStore on comments_top.
-func (db *DB) TopComments(ctx context.Context, postID int64, limit int) ([]*feed.Comment, error) {
-	return scanComments(db.Pool.Query(ctx, `SELECT `+commentCols+` FROM comments WHERE post_id = $1 AND parent_id = 0
+// TopComments implements feed.CommentStore on comments_top, which covers
+// the query.
+func (db *DB) TopComments(ctx context.Context, postID int64, limit int) ([]int64, error) {
+	return scanIDs(db.Pool.Query(ctx, `SELECT id FROM comments WHERE post_id = $1 AND parent_id = 0
 		ORDER BY liked DESC, created_at DESC, id DESC LIMIT $2`, postID, limit))
 }
 

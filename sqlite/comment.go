@@ -147,9 +147,10 @@ func (db *DB) NewComments(ctx context.Context, postID int64, b feed.Bound, limit
 		ORDER BY created_at DESC, id DESC LIMIT ?4`, postID, b.Max, b.BeforeID, limit))
 }
 
-// TopComments implements feed.CommentStore on comments_top.
-func (db *DB) TopComments(ctx context.Context, postID int64, limit int) ([]*feed.Comment, error) {
-	return scanComments(db.read(ctx, `SELECT `+commentCols+` FROM comments WHERE post_id = ? AND parent_id = 0
+// TopComments implements feed.CommentStore on comments_top, which covers
+// the query.
+func (db *DB) TopComments(ctx context.Context, postID int64, limit int) ([]int64, error) {
+	return scanIDs(db.read(ctx, `SELECT id FROM comments WHERE post_id = ? AND parent_id = 0
 		ORDER BY liked DESC, created_at DESC, id DESC LIMIT ?`, postID, limit))
 }
 

@@ -38,6 +38,8 @@ Usage:
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
+  feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
+                                10-comment one (both orders), and the delete of the big post
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -66,17 +68,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes or notify")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify or comments")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes or notify)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify or comments)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -316,6 +318,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		opt := bf.notify
 		opt.Runs, opt.SetNotify = bf.runs, setNotify
 		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "comments":
+		opt := bf.comments
+		opt.Runs = bf.runs
+		r, err := bench.Comments(ctx, env, opt)
 		if err != nil {
 			return err
 		}

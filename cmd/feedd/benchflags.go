@@ -38,6 +38,7 @@ type benchFlags struct {
 	soakWindow   time.Duration
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
+	comments     bench.CommentsOptions
 }
 
 // newBenchFlagSet declares serve's flags and the benchmark's. explicit
@@ -80,6 +81,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
+	declareCommentsBenchFlags(fs, &bf.comments)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
