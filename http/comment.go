@@ -212,25 +212,7 @@ func (s *Server) v1HideComment(hide bool) http.Handler {
 	})
 }
 
-func (s *Server) v1ReportComment() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := parseID("id", r.PathValue("id"))
-		var in struct {
-			Reason string `json:"reason"`
-		}
-		if err == nil {
-			err = v1Decode(r, &in)
-		}
-		if err == nil {
-			err = s.Service.ReportComment(r.Context(), userID(r), id, in.Reason)
-		}
-		if err != nil {
-			s.v1Fail(w, r, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-}
+func (s *Server) v1ReportComment() http.Handler { return s.v1ReportOf(s.Service.ReportComment) }
 
 // v1PatchPost changes what the author may change of a post: who may
 // comment.

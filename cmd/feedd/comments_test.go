@@ -291,20 +291,7 @@ func TestCommentModerationOnAdminListener(t *testing.T) {
 	for _, phone := range []string{"13800000611", "13800000612", "13800000613"} {
 		c.want(204, "POST", "/v1/comments/{id}/report", c.login(phone), map[string]string{"reason": "rude"}, nil, cm.ID)
 	}
-	admin := func(method, path string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, s.admin+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("admin %s %s = %d %s, want %d", method, path, resp.StatusCode, body, want)
-		}
-		return string(body)
-	}
+	admin := func(method, path string, want int) string { t.Helper(); return s.adminCall(method, path, want) }
 	if body := admin("GET", "/admin/comments/reports", 200); !strings.Contains(body, fmt.Sprintf(`"comment_id":%d`, cm.ID)) || !strings.Contains(body, `"reports":3`) || !strings.Contains(body, `"hidden":true`) {
 		t.Fatalf("admin comment reports: %s", body)
 	}
@@ -336,4 +323,21 @@ func TestCommentModerationOnAdminListener(t *testing.T) {
 			t.Fatalf("public %s %s = %d, want 404", method, path, r.Status)
 		}
 	}
+}
+
+// adminCall sends a request without a body to the admin listener, which
+// must answer want, and returns the body.
+func (s *server) adminCall(method, path string, want int) string {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.admin+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		s.t.Fatalf("admin %s %s = %d %s, want %d", method, path, resp.StatusCode, body, want)
+	}
+	return string(body)
 }
