@@ -158,7 +158,7 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 
 // purgeBudget is how long one run of a removal job purges comments
 // before it lets the job go and come back (purgeComments).
-const purgeBudget = 2 * time.Second
+const purgeBudget = 5 * time.Second
 
 // purgeComments removes the comments of deleted post postID, a batch per
 // transaction (PurgeComments), so that a post with 100,000 comments goes
