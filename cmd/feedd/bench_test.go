@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ func runBenchJSON(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr lockedBuffer // the logger and the progress lines write at once
 	args = append(append([]string{"bench"}, args...), "--json", "--data", t.TempDir())
 	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("feedd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
@@ -31,6 +33,25 @@ func runBenchJSON(t *testing.T, args ...string) map[string]any {
 		t.Fatalf("output %q: %v", stdout.String(), err)
 	}
 	return out
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write to at
+// once, as they may to a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func wantFields(t *testing.T, out map[string]any, fields ...string) {
