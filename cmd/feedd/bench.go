@@ -40,6 +40,9 @@ Usage:
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
   feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
                                 10-comment one (both orders), and the delete of the big post
+  feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
+                                distribution rules, priced with costs measured on --redis-url and
+                                --database-url (or --costs FILE): the plan of docs/scaling.md
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -68,17 +71,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify or comments")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify or comments)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -97,6 +100,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	set := explicit(fs)
 	if err := benchSettings(sub, c, bf, set); err != nil {
 		return err
+	}
+	var capOpt bench.CapacityOptions
+	if sub == "capacity" {
+		var err error
+		if capOpt, err = capacitySettings(c, bf, set); err != nil {
+			return err
+		}
+		if !bf.capacity.needsServer() {
+			fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
+			defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
+			return runCapacity(ctx, nil, bf, capOpt, stdout, stderr)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
 	defer cancel()
@@ -171,6 +186,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			}
 		}
 		setNotify = notifySwitch(a.service.Posts)
+		apiMetrics := a.metrics
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health
@@ -193,6 +209,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer scancel()
 			a.stop(sctx)
 		}()
+		env.Metric = func(name string) (float64, error) {
+			v, err := apiMetrics.Value(name)
+			if workersApp != nil && err == nil {
+				var w float64
+				w, err = workersApp.metrics.Value(name)
+				v += w
+			}
+			return v, err
+		}
 		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
@@ -332,6 +357,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "capacity":
+		return runCapacity(ctx, env, bf, capOpt, stdout, stderr)
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,

@@ -39,6 +39,7 @@ type benchFlags struct {
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
 	comments     bench.CommentsOptions
+	capacity     capacityFlags
 }
 
 // newBenchFlagSet declares serve's flags and the benchmark's. explicit
@@ -60,7 +61,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
 	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
 	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
-	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given)")
+	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given); capacity: users simulated (100000 unless given)")
 	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
@@ -78,10 +79,11 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
-	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
+	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer; capacity: 3h)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
 	declareCommentsBenchFlags(fs, &bf.comments)
+	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -139,9 +141,10 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 			*l = feed.Limit{}
 		}
 	}
-	if !set["pull-threshold"] {
+	if !set["pull-threshold"] && sub != "capacity" {
 		// The benchmarks measure push: fan-out to every follower. With the
 		// default threshold an author this large would be in pull mode.
+		// (capacity simulates the threshold: see capacitySettings.)
 		c.pullAt = 0
 	}
 	if sub != "mixed" {
@@ -178,6 +181,10 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 // --duration and --runs ask for it, so that a 30-minute soak is not cut off
 // at 20. read and writes measure two things a run for --duration each.
 func defaultBenchTimeout(sub string, def, duration time.Duration, runs int) time.Duration {
+	if sub == "capacity" {
+		// 1M users at three sizes, or a sweep, takes longer than 20m.
+		return max(def, 3*time.Hour)
+	}
 	need := duration
 	if sub == "read" || sub == "writes" {
 		need = 2 * time.Duration(max(runs, 1)) * duration

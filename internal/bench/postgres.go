@@ -194,3 +194,10 @@ func (s *PostgresStore) InboxDelete(ctx context.Context, e feed.Entry, first, la
 		first, last, e.Score, e.PostID)
 	return err
 }
+
+// SetActive sets the activity time (ms) of each user in ids to the same
+// index of at.
+func (s *PostgresStore) SetActive(ctx context.Context, ids, at []int64) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE users SET active_at = t.at FROM unnest($1::bigint[], $2::bigint[]) AS t(id, at) WHERE users.id = t.id`, ids, at)
+	return err
+}
