@@ -207,14 +207,9 @@ func (s *Service) reportThreshold() int {
 // shown (shown: its author blocks userID, or it is hidden already);
 // EINVALID for your own post; ETOOMANY over ReportLimit.
 func (s *Service) Report(ctx context.Context, userID, id int64, reason string) error {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
-		return Errorf(EINVALID, "reason must not be empty")
-	case !utf8.ValidString(reason):
-		return Errorf(EINVALID, "reason must be valid UTF-8")
-	case utf8.RuneCountInString(reason) > MaxReportReason:
-		return Errorf(EINVALID, "reason must be at most %d characters", MaxReportReason)
+	reason, err := validReason(reason)
+	if err != nil {
+		return err
 	}
 	p, err := s.shownPost(ctx, userID, id)
 	if err != nil {

@@ -10,10 +10,11 @@ import (
 // Grouped notifications: what others did to a user's posts and account,
 // one entry per group ("Ana, Bo and 3 others liked your post").
 //
-// A like, a follow or a moderation decision is recorded by the store in
-// the same transaction as the action itself (NotifySettings says how), as
-// an event of one kind on one target: the post for likes and moderation,
-// the user for follows. Events join the group of their kind and target
+// A like, a follow, a comment or a moderation decision is recorded by the
+// store in the same transaction as the action itself (NotifySettings says
+// how), as an event of one kind on one target: the post for likes,
+// comments and moderation, the answered comment for replies, the user for
+// follows. Events join the group of their kind and target
 // that is open; a group closes when its first event is older than
 // NotifySettings.Window, and the next event opens a new one. A group keeps
 // the exact count of its distinct actors (a row per actor, so a like costs
@@ -25,6 +26,8 @@ const (
 	NotifyLike       = "like"       // someone liked your post
 	NotifyFollow     = "follow"     // someone followed you
 	NotifyModeration = "moderation" // your post was hidden or restored
+	NotifyComment    = "comment"    // someone commented on your post
+	NotifyReply      = "reply"      // someone replied to your comment
 )
 
 // Actions of a moderation group.
@@ -86,13 +89,16 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // NotifyGroup is one group of a user's notifications, as the store keeps it.
 type NotifyGroup struct {
-	ID       int64
-	UserID   int64
-	Kind     string
-	PostID   int64   // like and moderation groups: the post; 0 for follows
-	Count    int     // distinct actors (1 for a moderation group)
-	ActorIDs []int64 // the newest NotifyActorsShown actors, newest first
-	Action   string  // moderation groups: ModerationHidden or ModerationRestored
+	ID     int64
+	UserID int64
+	Kind   string
+	PostID int64 // like, comment and moderation groups: the post; 0 for follows
+	// CommentID is a reply group's target: the comment answered (0 for
+	// the other kinds). Hydration sets PostID to its post.
+	CommentID int64
+	Count     int     // distinct actors (1 for a moderation group)
+	ActorIDs  []int64 // the newest NotifyActorsShown actors, newest first
+	Action    string  // moderation groups: ModerationHidden or ModerationRestored
 	// LatestAt is the time of the latest event that joined the group. It
 	// never moves back (a retraction leaves it), so a scroll by it shows
 	// each group once.
@@ -167,7 +173,10 @@ func ParseNotifyKey(key string) (int64, error) {
 type NotifyView struct {
 	NotifyGroup
 	Actors []*User   // the newest actors, newest first
-	Post   *PostView // like and moderation groups; nil for follows
+	Post   *PostView // like, comment, reply and moderation groups; nil for follows
+	// Comment is a reply group's answered comment (the user's own); nil
+	// for the other kinds, or when it is gone.
+	Comment *Comment
 }
 
 // NotifyPage is a page of groups and the cursor of the next (nil at the end).
@@ -278,11 +287,26 @@ func (s *Service) DismissNotification(ctx context.Context, userID, groupID int64
 // Hydrate's for all the posts.
 func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGroup) ([]NotifyView, error) {
 	out := make([]NotifyView, len(gs))
-	var actorIDs, postIDs []int64
+	var actorIDs, postIDs, commentIDs []int64
 	for _, g := range gs {
 		actorIDs = append(actorIDs, g.ActorIDs...)
-		if g.PostID != 0 {
-			postIDs = append(postIDs, g.PostID)
+		if g.CommentID != 0 {
+			commentIDs = append(commentIDs, g.CommentID)
+		}
+	}
+	comments := map[int64]*Comment{}
+	if len(commentIDs) > 0 && s.Comments != nil {
+		var err error
+		if comments, err = s.Comments.Comments(ctx, commentIDs); err != nil {
+			return nil, err
+		}
+	}
+	for i := range gs {
+		if c := comments[gs[i].CommentID]; c != nil {
+			gs[i].PostID = c.PostID
+		}
+		if gs[i].PostID != 0 {
+			postIDs = append(postIDs, gs[i].PostID)
 		}
 	}
 	users, err := s.Users.Users(ctx, actorIDs)
@@ -316,6 +340,7 @@ func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGr
 			}
 		}
 		out[i].Post = posts[g.PostID]
+		out[i].Comment = comments[g.CommentID]
 	}
 	return out, nil
 }

@@ -21,16 +21,18 @@ const (
 
 // Post is a published post ("blog" in the compatible API).
 type Post struct {
-	ID        int64
-	ShopID    int64
-	UserID    int64
-	Title     string
-	Images    string
-	Content   string // as the author sent it; escaping is the renderer's job
-	Liked     int
-	Comments  int
-	CreatedAt time.Time // millisecond precision: it is the inbox score
-	UpdatedAt time.Time
+	ID       int64
+	ShopID   int64
+	UserID   int64
+	Title    string
+	Images   string
+	Content  string // as the author sent it; escaping is the renderer's job
+	Liked    int
+	Comments int // comments and replies not deleted (comment.go)
+	// CommentPolicy is who may comment (comment.go).
+	CommentPolicy CommentPolicy
+	CreatedAt     time.Time // millisecond precision: it is the inbox score
+	UpdatedAt     time.Time
 }
 
 // Score is the post's inbox score: its creation time in Unix milliseconds.
@@ -89,6 +91,8 @@ type PostInput struct {
 	Content string
 	Images  string
 	ShopID  int64
+	// CommentPolicy is who may comment; the zero value is everyone.
+	CommentPolicy CommentPolicy
 }
 
 // Validate returns EINVALID describing the first problem of in.
@@ -106,6 +110,8 @@ func (in PostInput) Validate() error {
 		return Errorf(EINVALID, "images must be at most %d characters", MaxImages)
 	case in.ShopID < 0:
 		return Errorf(EINVALID, "shopId must not be negative")
+	case in.CommentPolicy < CommentsEveryone || in.CommentPolicy > CommentsNobody:
+		return Errorf(EINVALID, "comment_policy must be everyone, following or nobody")
 	case !utf8.ValidString(in.Title + in.Content + in.Images):
 		return Errorf(EINVALID, "text must be valid UTF-8")
 	}
@@ -176,7 +182,7 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 		return nil, err
 	}
 	now := s.now().Truncate(time.Millisecond)
-	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CreatedAt: now, UpdatedAt: now}
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CommentPolicy: in.CommentPolicy, CreatedAt: now, UpdatedAt: now}
 	var began time.Time
 	if s.Trace.Enabled() {
 		began = time.Now()

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -18,6 +19,10 @@ type RankStore interface {
 	// whether viewerID likes them. One round trip. (Whether the author
 	// still belongs in the viewer's feed is decided when a page is read.)
 	Candidates(ctx context.Context, viewerID int64, ids []int64) (map[int64]rank.Candidate, error)
+	// Commenters returns, for each of postIDs that any of userIDs
+	// commented on since `since`, those of userIDs who did (each once).
+	// One round trip, an index range per user.
+	Commenters(ctx context.Context, userIDs, postIDs []int64, since time.Time) (map[int64][]int64, error)
 	// Affinity returns, for each of authorIDs that viewerID liked a post of
 	// since `since` or follows, the Affinity; likes weigh
 	// 2^(-(now-liked_at)/halfLife) (rank.Decay). One round trip.
@@ -195,5 +200,47 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]rank.Item
 	if err != nil {
 		return nil, err
 	}
+	if err := s.countCommenters(ctx, userID, aff, cands, now.Add(-rs.Window)); err != nil {
+		return nil, err
+	}
 	return rank.Order(rs, userID, aff, now, cands), nil
+}
+
+// maxInteractors bounds the people whose comments the ranking looks for.
+const maxInteractors = 100
+
+// countCommenters sets each candidate's Commenters: the people viewerID
+// interacts with (the authors it has affinity to by likes, the strongest
+// maxInteractors) who commented on the post since `since`, neither its
+// author nor the viewer. One store call, none when there is nobody.
+func (s *Service) countCommenters(ctx context.Context, viewerID int64, aff map[int64]rank.Affinity, cands []rank.Candidate, since time.Time) error {
+	var people []int64
+	for id, a := range aff {
+		if a.Likes > 0 && id != viewerID {
+			people = append(people, id)
+		}
+	}
+	if len(people) == 0 {
+		return nil
+	}
+	if len(people) > maxInteractors {
+		slices.SortFunc(people, func(a, b int64) int { return cmp.Compare(aff[b].Likes, aff[a].Likes) })
+		people = people[:maxInteractors]
+	}
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.PostID
+	}
+	by, err := s.Ranks.Commenters(ctx, people, ids, since)
+	if err != nil {
+		return err
+	}
+	for i := range cands {
+		for _, u := range by[cands[i].PostID] {
+			if u != cands[i].AuthorID {
+				cands[i].Commenters++
+			}
+		}
+	}
+	return nil
 }

@@ -53,6 +53,9 @@ type Service struct {
 	Snapshots SnapshotStore
 	// Rank is the ranked timeline's model; rank.Default() if nil.
 	Rank *rank.Settings
+	// Comments serves comments (comment.go); nil: the comment routes
+	// answer ENOTFOUND.
+	Comments CommentStore
 	// Notify serves the notification groups (notify.go); nil: the
 	// notification reads answer ENOTFOUND.
 	Notify NotifyStore

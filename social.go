@@ -73,6 +73,10 @@ type SocialStore interface {
 	// BlockedBy returns the authors among authorIDs who block viewerID:
 	// their posts are hidden from viewerID. One round trip.
 	BlockedBy(ctx context.Context, viewerID int64, authorIDs []int64) (map[int64]bool, error)
+	// Relations returns viewerID's relations to those of userIDs it has
+	// one with (a block either way, a mute); the others are absent. One
+	// round trip.
+	Relations(ctx context.Context, viewerID int64, userIDs []int64) (map[int64]Relation, error)
 	// PullFollowees returns the users viewerID follows whose mode is not
 	// PushMode: their outboxes are merged into viewerID's feed.
 	PullFollowees(ctx context.Context, viewerID int64) ([]int64, error)
@@ -85,6 +89,13 @@ type SocialStore interface {
 	// ActiveFollowersAfter is FollowersAfter restricted to followers active
 	// at or after since.
 	ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error)
+}
+
+// Relation is what stands between a viewer and another user.
+type Relation struct {
+	BlocksViewer bool // the user blocks the viewer
+	Blocked      bool // the viewer blocks the user
+	Muted        bool // the viewer mutes the user
 }
 
 // Follow makes userID follow (follow=true) or unfollow targetID. Idempotent.

@@ -18,26 +18,29 @@ import (
 type WriteKind int
 
 const (
-	WritePost   WriteKind = iota // a post published
-	WriteFollow                  // a follow or unfollow asked for
-	WriteLike                    // a like set or removed
-	WriteStream                  // a live stream opened (a reconnect is one too)
+	WritePost    WriteKind = iota // a post published
+	WriteFollow                   // a follow or unfollow asked for
+	WriteLike                     // a like set or removed
+	WriteStream                   // a live stream opened (a reconnect is one too)
+	WriteComment                  // a comment or reply added
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
 type WriteLimits struct {
-	Posts   Limit
-	Follows Limit
-	Likes   Limit
-	Streams Limit
+	Posts    Limit
+	Follows  Limit
+	Likes    Limit
+	Streams  Limit
+	Comments Limit
 }
 
 // DefaultWriteLimits are the limits the command starts with.
 var DefaultWriteLimits = WriteLimits{
-	Posts:   Limit{30, time.Minute},
-	Follows: Limit{60, time.Minute},
-	Likes:   Limit{300, time.Minute},
-	Streams: Limit{30, time.Minute},
+	Posts:    Limit{30, time.Minute},
+	Follows:  Limit{60, time.Minute},
+	Likes:    Limit{300, time.Minute},
+	Streams:  Limit{30, time.Minute},
+	Comments: Limit{60, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -50,6 +53,8 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		return l.Follows, "follow:user:", "follow changes"
 	case WriteLike:
 		return l.Likes, "like:user:", "likes"
+	case WriteComment:
+		return l.Comments, "comment:user:", "comments"
 	}
 	return l.Streams, "stream:user:", "stream connections"
 }

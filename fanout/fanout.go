@@ -76,6 +76,12 @@ type Deps struct {
 	Users   feed.UserStore
 	Social  feed.SocialStore
 	Outbox  feed.Outbox
+	// Comments, when set, has the comments of a removed post purged by its
+	// removal job, in transactions of feed.PurgeBatch comments.
+	Comments feed.CommentStore
+	// PurgeBudget is how long one run of a removal job purges comments
+	// before it snoozes and comes back (default purgeBudget).
+	PurgeBudget time.Duration
 	// PullThreshold: an author with at least this many followers is put in
 	// pull mode (0: never); they leave it below 9/10 of it.
 	PullThreshold int
@@ -143,6 +149,39 @@ func (d *Deps) audience(ctx context.Context, authorID, after int64, limit int, s
 	return d.Follows.FollowersAfter(ctx, authorID, after, limit)
 }
 
+// purgeBudget is how long one run of a removal job purges comments
+// before it lets the job go and come back (purgeComments).
+const purgeBudget = 5 * time.Second
+
+// purgeComments removes the comments of deleted post postID, a batch per
+// transaction (PurgeComments), so that a post with 100,000 comments goes
+// without one huge transaction. It stops after purgeBudget (or half the
+// job's time left) and reports whether none is left: the job then
+// snoozes, which costs no attempt, and starts over where the last batch
+// left off, well within its timeout whatever the post's size and the load.
+func (d *Deps) purgeComments(ctx context.Context, postID int64) (bool, error) {
+	if d.Comments == nil {
+		return true, nil
+	}
+	budget := cmp.Or(max(d.PurgeBudget, 0), purgeBudget)
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/2)
+	}
+	start := time.Now()
+	for {
+		n, err := d.Comments.PurgeComments(ctx, postID, feed.PurgeBatch)
+		if err != nil {
+			return false, err
+		}
+		if n < feed.PurgeBatch {
+			return true, nil
+		}
+		if time.Since(start) > budget {
+			return false, nil
+		}
+	}
+}
+
 type postWorker[TTx any] struct {
 	river.WorkerDefaults[PostArgs]
 	deps *Deps
@@ -171,6 +210,15 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	a := job.Args
 	d := w.deps
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
+	if a.Op == OpRemove {
+		// The comments first: a job snoozed for more of them removes the
+		// post from the inboxes once, at the end.
+		if done, err := d.purgeComments(ctx, a.PostID); err != nil {
+			return err
+		} else if !done {
+			return river.JobSnooze(0)
+		}
+	}
 	// The mode is settled before the outbox is written (see followWorker).
 	mode := feed.PushMode
 	if a.Op == OpAdd {

@@ -246,3 +246,45 @@ func TestFanoutBatchWritesOverlap(t *testing.T) {
 		t.Fatal("no inbox write started while another was under way: the batch job's writes are a chain")
 	}
 }
+
+// TestRemovalPurgesCommentsInRuns: a deleted post's removal job purges its
+// comments a batch per transaction, and when its budget is spent it
+// snoozes (no attempt used) and goes on where it left off; the inboxes
+// lose the post once the comments are gone.
+func TestRemovalPurgesCommentsInRuns(t *testing.T) {
+	w := newWorld(t, 20)
+	ctx := context.Background()
+	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 2, PollInterval: 20 * time.Millisecond},
+		&fanout.Deps{Follows: w.db, Users: w.db, Social: w.db, Outbox: &sqlite.Outbox{DB: w.db}, Inbox: w.inbox,
+			Comments: w.db, PurgeBudget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.db.Enqueue = q.EnqueueTx
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(context.Background()) })
+	p := w.publish(t)
+	w.waitHolders(t, p.ID, 21)
+	const n = 3*feed.PurgeBatch + 100
+	if _, err := w.db.Write.Exec(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+		INSERT INTO comments (post_id, user_id, content, created_at, updated_at) SELECT ?, ?, 'c', i, i FROM g`, n, p.ID, w.users[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.db.DeletePost(ctx, p.ID, w.author); err != nil {
+		t.Fatal(err)
+	}
+	w.waitHolders(t, p.ID, 0)
+	var left, snoozes, attempt int
+	if err := w.db.Read.QueryRow(`SELECT count(*) FROM comments WHERE post_id = ?`, p.ID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d comments left (%v)", left, err)
+	}
+	if err := w.db.Read.QueryRow(`SELECT coalesce(json_extract(metadata, '$.snoozes'), 0), attempt FROM river_job
+		WHERE json_extract(args, '$.op') = 'remove' AND json_extract(args, '$.post_id') = ?`, p.ID).Scan(&snoozes, &attempt); err != nil {
+		t.Fatal(err)
+	}
+	if snoozes != 3 || attempt != 1 {
+		t.Fatalf("the removal job snoozed %d times (attempt %d); want 3 snoozes, one a batch of %d, and attempt 1", snoozes, attempt, feed.PurgeBatch)
+	}
+}

@@ -26,6 +26,8 @@ type Backend struct {
 	Filters   feed.FilterStore
 	Ranks     feed.RankStore
 	Snapshots feed.SnapshotStore
+	// Comments is the comment store (TestComments).
+	Comments feed.CommentStore
 	// SessionPages, when not nil, is the store that reads a session and an
 	// inbox page in one round trip (feed.Service.SessionPages); the feed
 	// suites then scroll through it too (ScrollFeedAs).

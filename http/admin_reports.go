@@ -7,6 +7,7 @@ package http
 // Responses are in the native format.
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -28,11 +29,23 @@ type V1ReportedPost struct {
 //	GET  /admin/reports?limit=&cursor=   reported or hidden posts, newest first
 //	POST /admin/posts/{id}/hide          hide a post from everyone but its author
 //	POST /admin/posts/{id}/restore       show it again and clear its reports
+//	GET  /admin/comments/reports         reported or hidden comments, newest first
+//	POST /admin/comments/{id}/hide       hide a comment from everyone but its author
+//	POST /admin/comments/{id}/restore    show it again and clear its reports
+//	DELETE /admin/comments/{id}          delete a comment (as its author would)
 func (s *Server) AdminRoutes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"GET /admin/reports":             s.adminReports(),
 		"POST /admin/posts/{id}/hide":    s.adminModerate(true),
 		"POST /admin/posts/{id}/restore": s.adminModerate(false),
+		"GET /admin/comments/reports":    s.adminReportedComments(),
+		"POST /admin/comments/{id}/hide": s.adminComment(func(ctx context.Context, id int64) error {
+			return s.Service.ModerateComment(ctx, id, true)
+		}),
+		"POST /admin/comments/{id}/restore": s.adminComment(func(ctx context.Context, id int64) error {
+			return s.Service.ModerateComment(ctx, id, false)
+		}),
+		"DELETE /admin/comments/{id}": s.adminComment(s.Service.AdminDeleteComment),
 	}
 }
 

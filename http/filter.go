@@ -4,6 +4,7 @@ package http
 // reports of posts.
 
 import (
+	"context"
 	"net/http"
 
 	feed "github.com/feedd/feedd"
@@ -36,7 +37,11 @@ func (s *Server) v1SetMutedWord(mute bool) http.Handler {
 	})
 }
 
-func (s *Server) v1Report() http.Handler {
+func (s *Server) v1Report() http.Handler { return s.v1ReportOf(s.Service.Report) }
+
+// v1ReportOf serves a report of the {id} resource with report: a post's
+// or a comment's.
+func (s *Server) v1ReportOf(report func(ctx context.Context, userID, id int64, reason string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := parseID("id", r.PathValue("id"))
 		var in struct {
@@ -46,7 +51,7 @@ func (s *Server) v1Report() http.Handler {
 			err = v1Decode(r, &in)
 		}
 		if err == nil {
-			err = s.Service.Report(r.Context(), userID(r), id, in.Reason)
+			err = report(r.Context(), userID(r), id, in.Reason)
 		}
 		if err != nil {
 			s.v1Fail(w, r, err)

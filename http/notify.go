@@ -16,10 +16,19 @@ type V1Notification struct {
 	Count  int      `json:"count"`
 	Actors []V1User `json:"actors"`
 	Post   *V1Post  `json:"post"`
+	// Comment is a reply group's answered comment (the caller's own); null
+	// for the other kinds.
+	Comment *V1NotifiedComment `json:"comment"`
 	// Action is a moderation group's last decision: hidden or restored.
 	Action   string `json:"action,omitempty"`
 	LatestAt string `json:"latest_at"`
 	Unread   bool   `json:"unread"`
+}
+
+// V1NotifiedComment is the comment a reply group answers.
+type V1NotifiedComment struct {
+	ID   int64  `json:"id"`
+	Text string `json:"text"`
 }
 
 // V1NotificationGone is the data of a stream's notification event for a
@@ -44,6 +53,9 @@ func NewV1Notification(v *feed.NotifyView) V1Notification {
 	if v.Post != nil {
 		p := NewV1Post(*v.Post)
 		n.Post = &p
+	}
+	if v.Comment != nil {
+		n.Comment = &V1NotifiedComment{ID: v.Comment.ID, Text: v.Comment.Text}
 	}
 	return n
 }

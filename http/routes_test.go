@@ -88,7 +88,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		{"PATCH", "/blog/1", "GET, HEAD, DELETE", `{"success":false,"errorMsg":"method PATCH is not allowed here; use GET or HEAD or DELETE"}`},
 		{"PUT", "/follow/or/not/1", "GET, HEAD", `{"success":false,"errorMsg":"method PUT is not allowed here; use GET or HEAD"}`},
 		{"POST", "/v1/me", "GET, HEAD", `{"error":{"code":"method_not_allowed","message":"method POST is not allowed here; use GET or HEAD"}}`},
-		{"PATCH", "/v1/posts/1", "GET, HEAD, DELETE", `{"error":{"code":"method_not_allowed","message":"method PATCH is not allowed here; use GET or HEAD or DELETE"}}`},
+		{"PUT", "/v1/posts/1", "GET, HEAD, PATCH, DELETE", `{"error":{"code":"method_not_allowed","message":"method PUT is not allowed here; use GET or HEAD or PATCH or DELETE"}}`},
 		{"GET", "/v1/auth/code", "POST", `{"error":{"code":"method_not_allowed","message":"method GET is not allowed here; use POST"}}`},
 	} {
 		s, _ := testServer(t)

@@ -279,6 +279,8 @@ func (s *Server) v1Publish() http.Handler {
 			Content string   `json:"content"`
 			Images  []string `json:"images"`
 			ShopID  *int64   `json:"shop_id"`
+			// CommentPolicy is who may comment; absent or null: everyone.
+			CommentPolicy *string `json:"comment_policy"`
 		}
 		if err := v1Decode(r, &in); err != nil {
 			s.v1Fail(w, r, err)
@@ -297,6 +299,14 @@ func (s *Server) v1Publish() http.Handler {
 				return
 			}
 			post.ShopID = *in.ShopID
+		}
+		if in.CommentPolicy != nil {
+			p, err := feed.ParseCommentPolicy(*in.CommentPolicy)
+			if err != nil {
+				s.v1Fail(w, r, err)
+				return
+			}
+			post.CommentPolicy = p
 		}
 		p, err := s.Service.Publish(r.Context(), userID(r), post)
 		if err != nil {

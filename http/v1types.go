@@ -61,8 +61,10 @@ type V1Post struct {
 	LikeCount    int      `json:"like_count"`
 	CommentCount int      `json:"comment_count"`
 	LikedByMe    bool     `json:"liked_by_me"`
-	CreatedAt    string   `json:"created_at"`
-	UpdatedAt    string   `json:"updated_at"`
+	// CommentPolicy is who may comment: everyone, following or nobody.
+	CommentPolicy string `json:"comment_policy"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
 	// Rank is the post's score and features, in a ranked timeline asked
 	// with explain=true only.
 	Rank *rank.Rank `json:"rank,omitempty"`
@@ -73,7 +75,8 @@ func NewV1Post(v feed.PostView) V1Post {
 	p := V1Post{
 		ID: v.ID, Author: V1User{ID: v.UserID}, Title: v.Title, Content: v.Content,
 		Images: splitImages(v.Images), LikeCount: v.Liked, CommentCount: v.Comments, LikedByMe: v.IsLike,
-		CreatedAt: v.CreatedAt.UTC().Format(timeLayout), UpdatedAt: v.UpdatedAt.UTC().Format(timeLayout),
+		CommentPolicy: v.CommentPolicy.String(),
+		CreatedAt:     v.CreatedAt.UTC().Format(timeLayout), UpdatedAt: v.UpdatedAt.UTC().Format(timeLayout),
 	}
 	if v.Author != nil {
 		p.Author = v1User(v.Author)

@@ -216,8 +216,8 @@ func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID, actorID in
 
 // notifyForgetPost is the hook of DeletePost: the post's groups go with it.
 func (db *DB) notifyForgetPost(ctx context.Context, tx pgx.Tx, authorID, postID int64) error {
-	gids, err := scanIDs(tx.Query(ctx, `DELETE FROM notify_groups WHERE user_id = $1 AND kind IN ($2, $3) AND target_id = $4 RETURNING id`,
-		authorID, feed.NotifyLike, feed.NotifyModeration, postID))
+	gids, err := scanIDs(tx.Query(ctx, `DELETE FROM notify_groups WHERE user_id = $1 AND kind IN ($2, $3, $5) AND target_id = $4 RETURNING id`,
+		authorID, feed.NotifyLike, feed.NotifyModeration, postID, feed.NotifyComment))
 	for _, gid := range gids {
 		db.notice(tx, authorID, gid)
 	}
@@ -242,6 +242,9 @@ func scanNotifyGroups(rows pgx.Rows, err error) ([]feed.NotifyGroup, error) {
 		var latest int64
 		err := row.Scan(&g.ID, &g.Kind, &g.PostID, &g.Count, &g.Action, &latest, &g.Unread, &g.ActorIDs)
 		g.LatestAt = time.UnixMilli(latest)
+		if g.Kind == feed.NotifyReply { // its target is the answered comment
+			g.CommentID, g.PostID = g.PostID, 0
+		}
 		return g, err
 	})
 }

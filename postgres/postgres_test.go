@@ -54,7 +54,7 @@ func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []feed.Job) {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
 		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
@@ -443,3 +443,5 @@ func TestDeliverConcurrentCap(t *testing.T) {
 		t.Fatalf("largest inbox holds %d entries; cap %d, slack %d", most, cap, feed.InboxSlack(cap))
 	}
 }
+
+func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }

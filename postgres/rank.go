@@ -104,3 +104,26 @@ func (db *DB) Snapshot(ctx context.Context, viewerID int64, id string, offset, l
 	}
 	return rank.SnapshotSlice([]byte(body), offset, limit)
 }
+
+// Commenters implements feed.RankStore: per user, a range of comments_user
+// (user, time) whose rows hold the post.
+func (db *DB) Commenters(ctx context.Context, userIDs, postIDs []int64, since time.Time) (map[int64][]int64, error) {
+	out := map[int64][]int64{}
+	if len(userIDs) == 0 || len(postIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT post_id, user_id FROM comments
+		WHERE user_id = ANY($1) AND created_at >= $2 AND post_id = ANY($3)`, userIDs, ms(since), postIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var post, user int64
+		if err := rows.Scan(&post, &user); err != nil {
+			return nil, err
+		}
+		out[post] = append(out[post], user)
+	}
+	return out, rows.Err()
+}

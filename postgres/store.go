@@ -88,12 +88,12 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at`
 
 func scanPost(row pgx.Row) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &created, &updated); err != nil {
+	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -117,9 +117,9 @@ func scanIDs(rows pgx.Rows, err error) ([]int64, error) {
 // CreatePost implements feed.PostStore.
 func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-			p.UserID, p.ShopID, p.Title, p.Images, p.Content, ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int16(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
 		if err != nil {
 			return err
 		}

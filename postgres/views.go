@@ -20,7 +20,7 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.Pool.Query(ctx, `SELECT p.id, p.user_id, p.shop_id, p.title, p.images, p.content, p.liked, p.comments,
+	rows, err := db.Pool.Query(ctx, `SELECT p.id, p.user_id, p.shop_id, p.title, p.images, p.content, p.liked, p.comments, p.comment_policy,
 		p.created_at, p.updated_at, u.nick_name, u.icon,
 		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = $1 AND l.post_id = p.id)
 		FROM posts p JOIN users u ON u.id = p.user_id
@@ -35,7 +35,7 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 		var a feed.User
 		var created, updated int64
 		var liked bool
-		if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments,
+		if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy,
 			&created, &updated, &a.NickName, &a.Icon, &liked); err != nil {
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 
 // Features names the model's features (Settings), in the order of
 // Item.Features.
-var Features = [...]string{"recency", "affinity", "follow_age", "engagement", "liked"}
+var Features = [...]string{"recency", "affinity", "follow_age", "engagement", "liked", "comments"}
 
 // Candidate is what the model reads of a candidate post.
 type Candidate struct {
@@ -18,6 +18,9 @@ type Candidate struct {
 	Score         int64 // the post's creation, ms: its feed entry's score
 	Likes         int
 	LikedByViewer bool
+	// Commenters is how many people the viewer interacts with commented
+	// on the post (feed.RankStore.Commenters), its author left out.
+	Commenters int
 }
 
 // Affinity is what a viewer's history says about one author.
@@ -83,6 +86,7 @@ func (rs Settings) score(c Candidate, viewerID int64, a Affinity, now time.Time)
 		0,
 		likes / (likes + rs.EngagementPrior),
 		0,
+		float64(c.Commenters) / (float64(c.Commenters) + rs.CommentPrior),
 	}}
 	if !a.FollowedAt.IsZero() && c.AuthorID != viewerID {
 		it.Features[2] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
@@ -91,7 +95,7 @@ func (rs Settings) score(c Candidate, viewerID int64, a Affinity, now time.Time)
 		it.Features[4] = 1
 	}
 	f := &it.Features
-	it.RankScore = rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4]
+	it.RankScore = rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4] + rs.WComments*f[5]
 	return it
 }
 

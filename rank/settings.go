@@ -15,7 +15,7 @@ import (
 // Settings are the knobs of the model. Every field is a setting of the
 // command (cmd/feedd/rankflags.go) with the default of Default.
 //
-// The model is a weighted sum of five features, each in [0, 1]:
+// The model is a weighted sum of six features, each in [0, 1]:
 //
 //	recency     2^(-age/RecencyHalfLife): how fresh the post is
 //	affinity    n/(n+AffinityPrior), n = the viewer's likes of the author's
@@ -26,9 +26,14 @@ import (
 //	engagement  (likes+1)/(likes+1+EngagementPrior): the post's likes, with
 //	            a prior so that a new post is not buried
 //	liked       1 when the viewer already likes the post
+//	comments    n/(n+CommentPrior), n = the people the viewer interacts
+//	            with (whose posts the viewer liked in the last
+//	            AffinityWindow) who commented on the post in the last
+//	            Window, its author left out: what they talk about
 //
 // score = WRecency·recency + WAffinity·affinity + WFollowAge·follow_age +
-// WEngagement·engagement − WLiked·liked. Ties keep feed order.
+// WEngagement·engagement − WLiked·liked + WComments·comments. Ties keep
+// feed order.
 type Settings struct {
 	Window           time.Duration // candidates: timeline entries at most this old
 	Candidates       int           // at most this many entries are ranked
@@ -39,11 +44,13 @@ type Settings struct {
 	AffinityPrior    float64
 	FollowHalfLife   time.Duration
 	EngagementPrior  float64
+	CommentPrior     float64
 	WRecency         float64
 	WAffinity        float64
 	WFollowAge       float64
 	WEngagement      float64
 	WLiked           float64
+	WComments        float64
 }
 
 // Default returns the documented defaults of the model.
@@ -58,11 +65,13 @@ func Default() Settings {
 		AffinityPrior:    2,
 		FollowHalfLife:   30 * 24 * time.Hour,
 		EngagementPrior:  10,
+		CommentPrior:     1,
 		WRecency:         1,
 		WAffinity:        2,
 		WFollowAge:       0.2,
 		WEngagement:      0.5,
 		WLiked:           1.5,
+		WComments:        0.5,
 	}
 }
 
@@ -83,12 +92,12 @@ func (rs Settings) Validate() error {
 		return errors.New("rank half-lives must be positive")
 	case rs.AffinityWindow <= 0:
 		return errors.New("rank affinity window must be positive")
-	case rs.AffinityPrior <= 0 || rs.EngagementPrior <= 0:
+	case rs.AffinityPrior <= 0 || rs.EngagementPrior <= 0 || rs.CommentPrior <= 0:
 		return errors.New("rank priors must be positive")
-	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0:
+	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0 || rs.WComments < 0:
 		return errors.New("rank weights must not be negative")
 	}
-	for _, x := range []float64{rs.AffinityPrior, rs.EngagementPrior, rs.WRecency, rs.WAffinity, rs.WFollowAge, rs.WEngagement, rs.WLiked} {
+	for _, x := range []float64{rs.AffinityPrior, rs.EngagementPrior, rs.CommentPrior, rs.WRecency, rs.WAffinity, rs.WFollowAge, rs.WEngagement, rs.WLiked, rs.WComments} {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return errors.New("rank priors and weights must be finite numbers")
 		}

@@ -72,7 +72,9 @@ func SnapshotSlice(body []byte, offset, limit int) ([]Item, bool, error) {
 
 func decodeItem(line string) (Item, error) {
 	parts := strings.Split(line, ",")
-	if len(parts) != 3+len(Features) {
+	// A snapshot saved before the comments feature has one field fewer:
+	// it reads as 0 until such snapshots expire.
+	if len(parts) != 3+len(Features) && len(parts) != 2+len(Features) {
 		return Item{}, fmt.Errorf("decode snapshot: %d fields in %q", len(parts), line)
 	}
 	var it Item
@@ -80,7 +82,7 @@ func decodeItem(line string) (Item, error) {
 	it.PostID, errs[0] = strconv.ParseInt(parts[0], 10, 64)
 	it.Score, errs[1] = strconv.ParseInt(parts[1], 10, 64)
 	it.RankScore, errs[2] = strconv.ParseFloat(parts[2], 64)
-	for i := range it.Features {
+	for i := range len(parts) - 3 {
 		it.Features[i], errs[3+i] = strconv.ParseFloat(parts[3+i], 64)
 	}
 	if err := errors.Join(errs[:]...); err != nil {

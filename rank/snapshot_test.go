@@ -45,3 +45,19 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotBeforeComments: a snapshot saved before the comments feature
+// (one field fewer a line) still reads, that feature 0.
+func TestSnapshotBeforeComments(t *testing.T) {
+	items, more, err := SnapshotSlice([]byte("7,1000,2.5,0.1,0.2,0.3,0.4,1\n"), 0, 10)
+	if err != nil || more || len(items) != 1 {
+		t.Fatalf("SnapshotSlice = %v, %v, %v", items, more, err)
+	}
+	want := Item{PostID: 7, Score: 1000, RankScore: 2.5, Features: [len(Features)]float64{0.1, 0.2, 0.3, 0.4, 1, 0}}
+	if items[0] != want {
+		t.Fatalf("item %+v, want %+v", items[0], want)
+	}
+	if _, _, err := SnapshotSlice([]byte("7,1000,2.5,0.1\n"), 0, 10); err == nil {
+		t.Fatal("a line short of fields decodes")
+	}
+}

@@ -102,6 +102,10 @@ step_writes() {
 step_micro() {
 	run go test -run '^$' -bench . -count 5 ./sqlite ./redis ./feedtest ./http ./inmem ./rank .
 }
+step_comments() {
+	run "$FEEDD" bench comments --runs 3 --json
+	run "$FEEDD" bench comments --runs 3 --database-url "$PG" --json
+}
 step_capacity() {
 	# The first command measures the per-operation costs; the others price
 	# the simulation with them (its output: capacity.1.out).
@@ -116,7 +120,7 @@ step_recovery() {
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes comments capacity mixed recovery soak)
 
 # ---------------------------------------------------------------- running
 

@@ -206,8 +206,8 @@ func (db *DB) notifyDropActor(ctx context.Context, tx *sql.Tx, userID, actorID i
 
 // notifyForgetPost is the hook of DeletePost: the post's groups go with it.
 func (db *DB) notifyForgetPost(ctx context.Context, tx *sql.Tx, authorID, postID int64) error {
-	gids, err := scanIDs(tx.QueryContext(ctx, `DELETE FROM notify_groups WHERE user_id = ? AND kind IN (?, ?) AND target_id = ? RETURNING id`,
-		authorID, feed.NotifyLike, feed.NotifyModeration, postID))
+	gids, err := scanIDs(tx.QueryContext(ctx, `DELETE FROM notify_groups WHERE user_id = ? AND kind IN (?, ?, ?) AND target_id = ? RETURNING id`,
+		authorID, feed.NotifyLike, feed.NotifyModeration, feed.NotifyComment, postID))
 	for _, gid := range gids {
 		db.notice(tx, authorID, gid)
 	}
@@ -237,6 +237,9 @@ func scanNotifyGroups(rows *sql.Rows, err error) ([]feed.NotifyGroup, error) {
 			return nil, err
 		}
 		g.LatestAt = time.UnixMilli(latest)
+		if g.Kind == feed.NotifyReply { // its target is the answered comment
+			g.CommentID, g.PostID = g.PostID, 0
+		}
 		for a := range strings.SplitSeq(actors, ",") {
 			if id, err := strconv.ParseInt(a, 10, 64); err == nil {
 				g.ActorIDs = append(g.ActorIDs, id)

@@ -20,3 +20,5 @@ func openNotify(t *testing.T, s feed.NotifySettings) *feedtest.NotifyBackend {
 func TestNotifications(t *testing.T) { feedtest.TestNotifications(t, openNotify) }
 
 func TestNotifyConcurrentLikes(t *testing.T) { feedtest.TestNotifyConcurrentLikes(t, openNotify, 1000) }
+
+func TestCommentNotifications(t *testing.T) { feedtest.TestCommentNotifications(t, openNotify) }

@@ -40,7 +40,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 		return nil
 	}
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
 		Inbox:  &sqlite.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []feed.Job {
@@ -139,3 +139,5 @@ func TestSessionSweepClock(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
+
+func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }

@@ -185,12 +185,12 @@ func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at`
 
 func scanPost(s scanner) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &created, &updated); err != nil {
+	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -229,9 +229,9 @@ func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 // CreatePost implements feed.PostStore.
 func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			p.UserID, p.ShopID, p.Title, p.Images, p.Content, ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
 		if err != nil {
 			return err
 		}

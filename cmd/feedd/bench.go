@@ -38,6 +38,8 @@ Usage:
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
+  feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
+                                10-comment one (both orders), and the delete of the big post
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
                                 distribution rules, priced with costs measured on --redis-url and
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
@@ -51,7 +53,8 @@ go under a prefix of the run's own, deleted afterwards. The benchmarks
 measure push fan-out: --pull-threshold is 0 unless given. Their server does
 not shed load (--max-reads, --max-writes and --max-lag are 0 unless given),
 except in mixed, which counts the requests shed. The per-user write limits
-(--post-limit-user, --follow-limit-user, --like-limit-user) are off unless
+(--post-limit-user, --follow-limit-user, --like-limit-user,
+--comment-limit-user) are off unless
 given. 'writes' turns the login limits (--code-limit-*,
 --login-fail-limit-client) off unless given, and
 measures the SQLite durability of --sqlite-synchronous. Results go to stdout
@@ -68,17 +71,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify or capacity")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "capacity":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify or capacity)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -340,6 +343,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		opt := bf.notify
 		opt.Runs, opt.SetNotify = bf.runs, setNotify
 		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "comments":
+		opt := bf.comments
+		opt.Runs = bf.runs
+		r, err := bench.Comments(ctx, env, opt)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,7 @@ type benchFlags struct {
 	soakWindow   time.Duration
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
+	comments     bench.CommentsOptions
 	capacity     capacityFlags
 }
 
@@ -81,6 +82,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer; capacity: 3h)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
+	declareCommentsBenchFlags(fs, &bf.comments)
 	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
@@ -134,7 +136,7 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	// writes and mixed, back to back): the per-user write limits would
 	// refuse them, and they are not what is measured.
 	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
-		"like-limit-user": &c.writeLimits.Likes} {
+		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments} {
 		if !set[name] {
 			*l = feed.Limit{}
 		}

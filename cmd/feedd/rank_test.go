@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -91,8 +89,8 @@ func TestRankedTimeline(t *testing.T) {
 		t.Fatalf("first ranked page: %d posts, next %v, Link %q", len(first.Data), first.NextCursor, link)
 	}
 	for _, p := range first.Data {
-		if p.Rank == nil || p.Rank.Score == nil || len(p.Rank.Features) != 5 {
-			t.Fatalf("post %d without rank.score and its five features: %+v", p.ID, p.Rank)
+		if p.Rank == nil || p.Rank.Score == nil || len(p.Rank.Features) != 6 {
+			t.Fatalf("post %d without rank.score and its six features: %+v", p.ID, p.Rank)
 		}
 		if p.Author.ID != favID || slices.Contains(liked, p.ID) {
 			t.Fatalf("first page holds post %d by %d (liked %v); want the favourite's unliked posts first", p.ID, p.Author.ID, slices.Contains(liked, p.ID))
@@ -278,20 +276,7 @@ func TestModerationOnAdminListener(t *testing.T) {
 	for _, phone := range []string{"13800000411", "13800000412", "13800000413"} {
 		c.want(204, "POST", "/v1/posts/{id}/report", c.login(phone), map[string]string{"reason": "rude"}, nil, p.ID)
 	}
-	admin := func(method, path string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, s.admin+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("admin %s %s = %d %s, want %d", method, path, resp.StatusCode, body, want)
-		}
-		return string(body)
-	}
+	admin := func(method, path string, want int) string { t.Helper(); return s.adminCall(method, path, want) }
 	if body := admin("GET", "/admin/reports", 200); !strings.Contains(body, fmt.Sprintf(`"post_id":%d`, p.ID)) || !strings.Contains(body, `"reports":3`) || !strings.Contains(body, `"hidden":true`) {
 		t.Fatalf("admin reports: %s", body)
 	}

@@ -46,6 +46,7 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Posts, "post-limit-user", "FEED_POST_LIMIT_USER", "posts one user may publish")
 	limit(&c.writeLimits.Follows, "follow-limit-user", "FEED_FOLLOW_LIMIT_USER", "follow and unfollow requests one user may make")
 	limit(&c.writeLimits.Likes, "like-limit-user", "FEED_LIKE_LIMIT_USER", "like and unlike requests one user may make")
+	limit(&c.writeLimits.Comments, "comment-limit-user", "FEED_COMMENT_LIMIT_USER", "comments and replies one user may add")
 	limit(&c.writeLimits.Streams, "stream-open-limit-user", "FEED_STREAM_OPEN_LIMIT_USER", "live timeline streams one user may open (reconnects included)")
 }
 

@@ -299,6 +299,7 @@ func TestV1API(t *testing.T) {
 
 	v1FilterExchanges(t, c, a, b, c.publish(a, "reported").ID)
 	v1NotifyExchanges(t, c, a, b)
+	v1CommentExchanges(t, c, a, b)
 
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),
@@ -407,10 +408,10 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 	c.refused(404, "not_found", "DELETE", "/v1/posts/{id}", a, nil, missing)
 
 	// Unknown routes: 404; known routes with another method: 405.
-	for _, r := range [][2]string{{"GET", "/v1/nope"}, {"GET", "/v1/"}, {"GET", "/v1/posts/{id}/comments"}, {"GET", "/v1/users/{id}/likes"}} {
+	for _, r := range [][2]string{{"GET", "/v1/nope"}, {"GET", "/v1/"}, {"GET", "/v1/posts/{id}/shares"}, {"GET", "/v1/users/{id}/likes"}} {
 		c.refused(404, "not_found", r[0], r[1], b, nil, post)
 	}
-	for _, r := range [][2]string{{"GET", "/v1/posts"}, {"PATCH", "/v1/posts/{id}"}, {"POST", "/v1/timeline"}, {"PUT", "/v1/me"}} {
+	for _, r := range [][2]string{{"GET", "/v1/posts"}, {"PUT", "/v1/posts/{id}"}, {"POST", "/v1/timeline"}, {"PUT", "/v1/me"}} {
 		c.refused(405, "method_not_allowed", r[0], r[1], b, nil, post)
 	}
 }

@@ -233,6 +233,9 @@ type apiPost struct {
 	LikedByMe bool      `json:"liked_by_me"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// CommentCount and CommentPolicy: comments.
+	CommentCount  int    `json:"comment_count"`
+	CommentPolicy string `json:"comment_policy"`
 }
 
 // score is the post's feed score: its creation millisecond.

@@ -1,4 +1,12 @@
 CREATE TABLE blocks (user_id INTEGER NOT NULL, blocked_id INTEGER NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (user_id, blocked_id)) WITHOUT ROWID;
+CREATE TABLE comment_likes (comment_id INTEGER NOT NULL, user_id INTEGER NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (comment_id, user_id)) WITHOUT ROWID;
+CREATE TABLE comment_reports (comment_id INTEGER NOT NULL, reporter_id INTEGER NOT NULL, reason TEXT NOT NULL, created_at INTEGER NOT NULL, dismissed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (comment_id, reporter_id)) WITHOUT ROWID;
+CREATE TABLE comments (id INTEGER PRIMARY KEY AUTOINCREMENT, post_id INTEGER NOT NULL, user_id INTEGER NOT NULL, parent_id INTEGER NOT NULL DEFAULT 0, answer_id INTEGER NOT NULL DEFAULT 0, content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, replies INTEGER NOT NULL DEFAULT 0, status INTEGER NOT NULL DEFAULT 0, author_hidden INTEGER NOT NULL DEFAULT 0, deleted INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX comments_post ON comments (post_id, parent_id, created_at, id);
+CREATE INDEX comments_status ON comments (id) WHERE status <> 0;
+CREATE INDEX comments_thread ON comments (parent_id, created_at, id) WHERE parent_id <> 0;
+CREATE INDEX comments_top ON comments (post_id, liked, created_at, id) WHERE parent_id = 0;
+CREATE INDEX comments_user ON comments (user_id, created_at, post_id);
 CREATE TABLE feedd_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY);
 CREATE TABLE follows (follower_id INTEGER NOT NULL, followee_id INTEGER NOT NULL, created_at INTEGER NOT NULL, pull INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
@@ -19,7 +27,7 @@ CREATE TABLE notify_groups (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, ki
 CREATE INDEX notify_groups_latest ON notify_groups (user_id, latest_at, id);
 CREATE INDEX notify_groups_target ON notify_groups (user_id, kind, target_id, first_at);
 CREATE TABLE notify_read (user_id INTEGER PRIMARY KEY, read_at INTEGER NOT NULL);
-CREATE TABLE posts (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), shop_id INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL, images TEXT NOT NULL DEFAULT '', content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, comments INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE TABLE posts (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), shop_id INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL, images TEXT NOT NULL DEFAULT '', content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, comments INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, comment_policy INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
 CREATE INDEX posts_user ON posts (user_id, created_at DESC, id DESC);
 CREATE TABLE rank_snapshots (id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, items TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;

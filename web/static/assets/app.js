@@ -1,15 +1,19 @@
 // app.js: feedd's page. Views: log in, the home timeline (compose, live
 // "N new posts" banner, infinite scroll, Latest or For you order), a
-// user's page (#/users/{id}) and the notifications (#/notifications, with
-// the bell's unread count in the bar: notify.js).
+// user's page (#/users/{id}), a post with its comments (#/posts/{id}:
+// comments.js) and the notifications (#/notifications, with the bell's
+// unread count in the bar: notify.js).
 // User text is always set with textContent, never parsed as HTML.
 
 import { api, token, setOnUnauthorized } from './api.js';
 import { openStream } from './stream.js';
 import { Notifications } from './notify.js';
+import { PostPage } from './comments.js';
+import { icon } from './icons.js';
+import { setTime } from './time.js';
 
 const $ = (id) => document.getElementById(id);
-const views = ['login', 'home', 'user', 'notifications'];
+const views = ['login', 'home', 'user', 'post', 'notifications'];
 let me = null;      // GET /v1/me of the logged-in user
 let live = null;    // the open stream
 let pending = [];   // posts from the stream not shown yet, in arrival order
@@ -43,15 +47,6 @@ function avatar(el, user) {
   el.style.setProperty('--hue', String((user.id * 47) % 360));
 }
 
-const fmtDate = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
-function ago(iso) {
-  const s = (Date.now() - Date.parse(iso)) / 1000;
-  if (s < 60) return 'now';
-  if (s < 3600) return Math.floor(s / 60) + 'm';
-  if (s < 86400) return Math.floor(s / 3600) + 'h';
-  return fmtDate.format(new Date(iso));
-}
-
 // feedOrder compares posts as feeds order them: newest first, then larger id.
 // created_at is RFC 3339 UTC with milliseconds, so strings compare as times.
 function feedOrder(a, b) {
@@ -71,13 +66,16 @@ function renderPost(p) {
   const author = el.querySelector('.author');
   author.href = href;
   author.textContent = p.author.nick_name || 'user ' + p.author.id;
-  const time = el.querySelector('time');
-  time.dateTime = p.created_at;
-  time.textContent = ago(p.created_at);
-  time.title = new Date(p.created_at).toLocaleString();
+  setTime(el.querySelector('time'), p.created_at);
+  el.querySelector('.open').href = '#/posts/' + p.id;
   el.querySelector('.title').textContent = p.title;
   el.querySelector('.content').textContent = p.content;
+  const comments = el.querySelector('.comments-link');
+  comments.href = '#/posts/' + p.id;
+  comments.prepend(icon('comment'));
+  comments.querySelector('.count').textContent = String(p.comment_count);
   const like = el.querySelector('.like');
+  like.prepend(icon('heart'));
   const count = el.querySelector('.count');
   const paint = () => {
     like.setAttribute('aria-pressed', String(p.liked_by_me));
@@ -426,9 +424,14 @@ async function start() {
   timeline.reset();
 }
 
+const postPage = new PostPage({ renderPost, avatar });
+
 function route() {
   if (!me) return;
   notes.hide();
+  postPage.close();
+  const post = location.hash.match(/^#\/posts\/(\d+)$/);
+  if (post) { userList?.stop(); userList = null; show('post'); scrollTo({ top: 0 }); postPage.open(Number(post[1]), me); return; }
   if (location.hash === '#/notifications') { userList?.stop(); userList = null; show('notifications'); notes.show(); return; }
   const m = location.hash.match(/^#\/users\/(\d+)$/);
   if (m) { userPage(Number(m[1])); return; }

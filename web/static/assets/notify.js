@@ -4,10 +4,13 @@
 // while it is open. User text is set with textContent only.
 
 import { api } from './api.js';
+import { icon } from './icons.js';
+import { setTime } from './time.js';
 
 // sentence renders a group (GET /v1/notifications) as text, e.g. "Ana, Bo
 // and 3 others liked “Title”": up to three names when the group has at
 // most three actors, else the two newest and the count of the others.
+// Comments: "Ana commented on “Title”", "Bo replied to your comment “…”".
 export function sentence(g) {
   const names = g.actors.map((u) => u.nick_name || 'user ' + u.id);
   const title = g.post ? `“${g.post.title}”` : 'your post';
@@ -22,7 +25,18 @@ export function sentence(g) {
   } else {
     who = names[0] || 'Someone';
   }
-  return g.kind === 'follow' ? `${who} followed you` : `${who} liked ${title}`;
+  switch (g.kind) {
+    case 'follow': return `${who} followed you`;
+    case 'comment': return `${who} commented on ${title}`;
+    case 'reply': return `${who} replied to your comment` + (g.comment ? ` “${clip(g.comment.text)}”` : '');
+  }
+  return `${who} liked ${title}`;
+}
+
+// clip shortens a quoted text to a line.
+function clip(s) {
+  s = s.replace(/\s+/g, ' ').trim();
+  return s.length > 60 ? s.slice(0, 59) + '…' : s;
 }
 
 // Notifications drives the bell and the view.
@@ -60,18 +74,18 @@ export class Notifications {
     el.dataset.test = 'notification';
     el.dataset.key = g.key;
     el.dataset.kind = g.kind;
-    el.href = g.post ? '#/users/' + g.post.author.id : g.actors[0] ? '#/users/' + g.actors[0].id : '#/';
-    const icon = document.createElement('span');
-    icon.className = 'icon';
-    icon.textContent = { like: '♥', follow: '+', moderation: '!' }[g.kind] || '•';
+    el.href = g.post ? '#/posts/' + g.post.id : g.actors[0] ? '#/users/' + g.actors[0].id : '#/';
+    const mark = document.createElement('span');
+    mark.className = 'icon';
+    mark.append(icon({ like: 'heart', follow: 'userPlus', moderation: 'alert', comment: 'comment', reply: 'reply' }[g.kind] || 'bell'));
     const text = document.createElement('span');
     text.className = 'text';
     text.textContent = sentence(g);
     const time = document.createElement('time');
     time.className = 'muted';
-    time.dateTime = g.latest_at;
-    time.textContent = new Date(g.latest_at).toLocaleString();
-    el.append(icon, text, time);
+    time.dataset.test = 'notification-time';
+    setTime(time, g.latest_at);
+    el.append(mark, text, time);
     return el;
   }
 

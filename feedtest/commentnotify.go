@@ -1,0 +1,95 @@
+package feedtest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+// TestCommentNotifications runs the notifications of comments on the
+// backend (the comment and reply kinds, written by CreateComment and
+// DeleteComment in their transactions): grouping per post and per answered
+// comment, nobody told of their own comment, a reply to the post's author
+// told once, retractions on delete (only when the actor has no other
+// comment there), blocks and mutes, and the removal of a deleted post's
+// groups. open must return an empty backend recording with s.
+func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend) {
+	b := open(t, feed.NotifySettings{})
+	w := newNotifyWorld(t, b)
+	ctx := t.Context()
+	u := w.users(6)
+	a, bo, cy, di, ed, fa := u[0], u[1], u[2], u[3], u[4], u[5]
+	p := w.publish(a, "Title")
+	comment := func(user, to int64, text string) *feed.CommentView {
+		t.Helper()
+		w.tick(time.Second)
+		v, err := w.s.AddComment(ctx, user, p, feed.CommentInput{Text: text, ReplyTo: to})
+		must(t, err, "AddComment")
+		return v
+	}
+	b.Notices()
+	c1 := comment(bo, 0, "b's first")
+	if ns := b.Notices(); len(ns) != 1 || ns[0].UserID != a {
+		t.Fatalf("notices after a comment: %+v, want one for the post's author %d", ns, a)
+	}
+	comment(cy, 0, "c's")
+	comment(bo, 0, "b's second")
+	comment(a, 0, "the author's own")
+	wantGroups(t, w.page(a), "comment:"+itoa(p)+":2:["+itoa(cy)+" "+itoa(bo)+"]") // an actor's first comment places them
+
+	// A reply to b: b hears of it as a reply, a as a comment on the post.
+	r := comment(di, c1.ID, "d replies to b")
+	wantGroups(t, w.page(bo), "reply:"+itoa(p)+":1:["+itoa(di)+"]")
+	if g := w.page(bo)[0]; g.Comment == nil || g.Comment.ID != c1.ID || g.Post == nil || g.Post.ID != p {
+		t.Fatalf("the reply group's comment %+v and post %+v", g.Comment, g.Post)
+	}
+	wantGroups(t, w.page(a), "comment:"+itoa(p)+":3:["+itoa(di)+" "+itoa(cy)+" "+itoa(bo)+"]")
+	// A reply to the post's author's own comment: a reply alone.
+	own := comment(a, 0, "a's thread")
+	comment(ed, own.ID, "e replies to a")
+	gs := w.page(a)
+	wantGroups(t, gs, "reply:"+itoa(p)+":1:["+itoa(ed)+"]", "comment:"+itoa(p)+":3:["+itoa(di)+" "+itoa(cy)+" "+itoa(bo)+"]")
+
+	// Deletes retract only an actor's last comment there.
+	must(t, w.s.DeleteComment(ctx, bo, c1.ID), "delete b's first") // b has another
+	must(t, w.s.DeleteComment(ctx, di, r.ID), "delete d's reply")  // d had only it
+	wantGroups(t, w.page(a), "reply:"+itoa(p)+":1:["+itoa(ed)+"]", "comment:"+itoa(p)+":2:["+itoa(cy)+" "+itoa(bo)+"]")
+	if gs := w.page(bo); len(gs) != 0 {
+		t.Fatalf("b's groups after the reply's delete: %q", describe(gs))
+	}
+
+	// A block removes the actor's part and keeps new ones out; so does a mute.
+	must(t, w.s.Block(ctx, a, cy, true), "Block")
+	b.Jobs()
+	must(t, w.s.Mute(ctx, a, fa, true), "Mute")
+	comment(fa, 0, "muted")
+	wantGroups(t, w.page(a), "reply:"+itoa(p)+":1:["+itoa(ed)+"]", "comment:"+itoa(p)+":1:["+itoa(bo)+"]")
+
+	// A deleted post takes its comment groups at once, the reply groups
+	// of its comments with them.
+	x := comment(bo, 0, "b's thread")
+	comment(ed, x.ID, "e replies to b")
+	if gs := w.page(bo); len(gs) != 1 {
+		t.Fatalf("b's groups: %q", describe(gs))
+	}
+	must(t, w.s.DeletePost(ctx, a, p), "DeletePost")
+	b.Jobs()
+	for {
+		n, err := b.Comments.PurgeComments(context.Background(), p, feed.PurgeBatch)
+		must(t, err, "PurgeComments")
+		if n < feed.PurgeBatch {
+			break
+		}
+	}
+	if gs := w.page(a); len(gs) != 0 {
+		t.Fatalf("the author's groups after the post's delete: %q", describe(gs))
+	}
+	if gs := w.page(bo); len(gs) != 0 {
+		t.Fatalf("b's reply groups after the post's delete: %q", describe(gs))
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
