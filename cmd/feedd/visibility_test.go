@@ -12,8 +12,8 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// postRoute is a route that returns posts or a post's likers, and how a
-// client finds out whether it shows post id to token.
+// postRoute is a route that returns posts, a post's likers or its
+// comments, and how a client finds out whether it shows post id to token.
 type postRoute struct {
 	pattern string // as in http/routes.go
 	anon    bool   // asked without a login
@@ -68,6 +68,14 @@ func TestBlocksAndHiddenOnEveryRoute(t *testing.T) {
 	end := c.publish(marker, "end of the replay")
 	for _, p := range []apiPost{pb, ph} {
 		c.want(204, "PUT", "/v1/posts/{id}/like", liker, nil, nil, p.ID)
+	}
+	// A thread on each post (by the liker: neither blocked nor hidden), so
+	// the comment routes show the post by showing its comments.
+	type thread struct{ top, reply int64 }
+	threads := map[int64]thread{}
+	for _, p := range []apiPost{pb, ph} {
+		top := c.addComment(liker, p.ID, "a comment", 0)
+		threads[p.ID] = thread{top.ID, c.addComment(liker, p.ID, "a reply", top.ID).ID}
 	}
 	for _, tok := range []string{blocked, reader} {
 		c.waitTimeline(tok, end.ID)
@@ -131,6 +139,31 @@ func TestBlocksAndHiddenOnEveryRoute(t *testing.T) {
 				cursor = *page.NextCursor
 			}
 			return slices.Contains(postIDs(all), id)
+		}},
+		{pattern: "GET /v1/posts/{id}/comments", shows: func(tok string, id int64) bool {
+			r, err := c.send("GET", "/v1/posts/{id}/comments", tok, nil, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page apiPage[apiComment]
+			json.Unmarshal(r.Raw, &page)
+			return r.Status == 200 && slices.Contains(apiCommentIDs(page.Data), threads[id].top)
+		}},
+		{pattern: "GET /v1/comments/{id}", shows: func(tok string, id int64) bool {
+			r, err := c.send("GET", "/v1/comments/{id}", tok, nil, threads[id].reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status == 200
+		}},
+		{pattern: "GET /v1/comments/{id}/replies", shows: func(tok string, id int64) bool {
+			r, err := c.send("GET", "/v1/comments/{id}/replies", tok, nil, threads[id].top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page apiPage[apiComment]
+			json.Unmarshal(r.Raw, &page)
+			return r.Status == 200 && slices.Contains(apiCommentIDs(page.Data), threads[id].reply)
 		}},
 		{pattern: "GET /v1/timeline", shows: func(tok string, id int64) bool { return slices.Contains(postIDs(c.timeline(tok, 3)), id) }},
 		{pattern: "GET /v1/timeline", shows: func(tok string, id int64) bool { // order=ranked
