@@ -70,7 +70,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 	// one whose inboxes adopt just moved here. Anything else: regenerate.
 	stale := mainID != "" || ownID != ""
 	id := rand.Text()
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if stale {
 			for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -86,7 +86,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 		return err
 	}
 	// A crash here leaves the ids different: the next start does it again.
-	return main.tx(ctx, func(tx *sql.Tx) error {
+	return main.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if stale {
 			if _, err := tx.ExecContext(ctx, `UPDATE users SET active_at = 0`); err != nil {
 				return err
@@ -135,7 +135,7 @@ func (db *DB) adopt(ctx context.Context, main *DB) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	return main.tx(ctx, func(tx *sql.Tx) error {
+	return main.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
