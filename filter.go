@@ -148,9 +148,10 @@ func wordRune(r rune) bool {
 }
 
 // unspacedRune reports whether r belongs to a script written without
-// spaces between words.
+// spaces between words. None is below U+2E80, where the Han radicals
+// begin.
 func unspacedRune(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
+	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
 
 // inWord reports whether r continues a word of a spaced script.

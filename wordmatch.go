@@ -1,167 +1,266 @@
 package feed
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
 )
 
-// A reader's muted words are matched against every post of a page in one
-// pass per text: the text is folded once (foldString) and scanned by an
-// Aho-Corasick automaton over the bytes of all the folded words, so the
-// cost of a page grows with the length of its texts, not with the number
-// of words times that length. The rule it applies is MatchesMutedWord's.
+// A reader's muted words are matched against every post of a page all at
+// once: each text is folded once (foldString), then read once for the
+// words of spaced scripts and, if the reader has any others, once more by
+// an Aho-Corasick automaton over their bytes, so the cost of a page grows
+// with the length of its texts, not with the number or the shape of the
+// words. The rule it applies is MatchesMutedWord's.
 
 // wordMatcher finds whether a folded text holds any of a set of muted
-// words under the muted-word rule. Node 0 is the root of the trie.
+// words under the muted-word rule.
+//
+// A word of a spaced script is a run of word runes (NormalizeWord) that
+// must stand alone, so it matches exactly where it is a whole run of the
+// text's word runes, however many other words end inside that run: each
+// run is looked up once, in a set. Words of unspaced scripts match
+// anywhere, found by an automaton that reads each byte of the text once
+// and follows at most one failure link per byte, amortised.
 type wordMatcher struct {
-	root  [256]int32 // the root's transitions (0: stay at the root)
-	edges [][]acEdge // other nodes' transitions, sorted by byte
-	fail  []int32    // the longest proper suffix of a node that is a node
-	word  []int32    // the word ending at a node (-1: none)
-	dict  []int32    // the nearest node on the fail chain that ends a word (0: none)
-	whole []bool     // per word: matched as a whole word (a spaced script)
-	size  []int      // per word: length in bytes
-	empty bool       // no words: nothing matches
+	whole    map[string]bool // words of spaced scripts
+	sketch   [64]uint64      // the runKey of each of them, a bit each
+	anywhere trie            // words of unspaced scripts, with failure links
 }
 
-type acEdge struct {
-	b    byte
-	node int32
+// runKey is a 12-bit hash of a run's first and last bytes and its length
+// (Fibonacci hashing). A run whose bit is clear in the sketch is not a
+// muted word: most runs of a text are ruled out without being hashed.
+func runKey(run string) uint32 {
+	return (uint32(run[0]) | uint32(run[len(run)-1])<<8 | uint32(len(run))<<16) * 0x9E3779B9 >> 20
 }
 
 // newWordMatcher builds the matcher of words (NormalizeWord results).
 func newWordMatcher(words []string) *wordMatcher {
-	m := &wordMatcher{edges: [][]acEdge{nil}, fail: []int32{0}, word: []int32{-1}, dict: []int32{0}}
+	m := &wordMatcher{whole: make(map[string]bool, len(words))}
+	var anywhere []string
 	for _, w := range words {
-		if w == "" {
-			continue
-		}
-		n := int32(0)
-		for i := 0; i < len(w); i++ {
-			next := m.child(n, w[i])
-			if next == 0 {
-				next = int32(len(m.edges))
-				m.edges = append(m.edges, nil)
-				m.fail = append(m.fail, 0)
-				m.word = append(m.word, -1)
-				m.dict = append(m.dict, 0)
-				m.setChild(n, w[i], next)
-			}
-			n = next
-		}
-		if m.word[n] < 0 {
-			m.word[n] = int32(len(m.size))
-			m.whole = append(m.whole, strings.IndexFunc(w, unspacedRune) < 0)
-			m.size = append(m.size, len(w))
+		switch {
+		case w == "":
+		case strings.IndexFunc(w, unspacedRune) >= 0:
+			anywhere = append(anywhere, w)
+		default:
+			m.whole[w] = true
+			k := runKey(w)
+			m.sketch[k/64] |= 1 << (k % 64)
 		}
 	}
-	m.empty = len(m.size) == 0
-	// Breadth first: a node's fail link is found from its parent's.
-	queue := make([]int32, 0, len(m.edges))
-	for b := range 256 {
-		if c := m.root[b]; c != 0 {
-			queue = append(queue, c)
-		}
-	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, e := range m.edges[n] {
-			f := m.fail[n]
-			for f != 0 && m.child(f, e.b) == 0 {
-				f = m.fail[f]
-			}
-			if c := m.child(f, e.b); c != e.node {
-				m.fail[e.node] = c
-			}
-			if f := m.fail[e.node]; m.word[f] >= 0 {
-				m.dict[e.node] = f
-			} else {
-				m.dict[e.node] = m.dict[f]
-			}
-			queue = append(queue, e.node)
-		}
-	}
+	m.anywhere = newTrie(anywhere)
+	m.anywhere.link()
 	return m
-}
-
-func (m *wordMatcher) child(n int32, b byte) int32 {
-	if n == 0 {
-		return m.root[b]
-	}
-	es := m.edges[n]
-	if len(es) <= 8 {
-		for _, e := range es {
-			if e.b == b {
-				return e.node
-			}
-		}
-		return 0
-	}
-	if i, ok := slices.BinarySearchFunc(es, b, func(e acEdge, b byte) int { return int(e.b) - int(b) }); ok {
-		return es[i].node
-	}
-	return 0
-}
-
-func (m *wordMatcher) setChild(n int32, b byte, c int32) {
-	if n == 0 {
-		m.root[b] = c
-		return
-	}
-	i, _ := slices.BinarySearchFunc(m.edges[n], b, func(e acEdge, b byte) int { return int(e.b) - int(b) })
-	m.edges[n] = slices.Insert(m.edges[n], i, acEdge{b, c})
 }
 
 // match reports whether the folded text holds one of the words: a word of
 // a spaced script where neither neighbour continues a word, any other
 // anywhere (MatchesMutedWord).
 func (m *wordMatcher) match(text string) bool {
-	if m.empty {
-		return false
+	found, _ := m.scan(text)
+	return found
+}
+
+// scan is match, and the number of steps it took: a rune classified, a
+// byte of a run hashed for its lookup, a byte read by the automaton, a
+// failure link followed. Each kind is at most one per byte of text,
+// whatever the words.
+func (m *wordMatcher) scan(text string) (found bool, steps int) {
+	if len(m.whole) > 0 {
+		start := 0 // where the run of word runes being read began
+		for i := 0; i <= len(text); {
+			in, size := false, 1
+			if i < len(text) {
+				steps++
+				if b := text[i]; b < utf8.RuneSelf {
+					in = asciiInWord[b] // wordRuneAt, inline for most bytes
+				} else {
+					in, size = wordRuneAt(text, i)
+				}
+			}
+			if !in {
+				if start < i {
+					run := text[start:i]
+					if k := runKey(run); m.sketch[k/64]&(1<<(k%64)) != 0 {
+						steps += len(run)
+						if m.whole[run] {
+							return true, steps
+						}
+					}
+				}
+				start = i + size
+			}
+			i += size
+		}
 	}
+	if m.anywhere.words > 0 {
+		ok, read := m.anywhere.contains(text)
+		return ok, steps + read
+	}
+	return false, steps
+}
+
+// wordRuneAt reports whether the rune at byte i of text continues a word
+// (inWord), and its size.
+func wordRuneAt(text string, i int) (bool, int) {
+	if b := text[i]; b < utf8.RuneSelf {
+		return asciiInWord[b], 1
+	}
+	r, size := utf8.DecodeRuneInString(text[i:])
+	if r < 0x10000 {
+		return inWordBits()[r/64]&(1<<(r%64)) != 0, size
+	}
+	return inWord(r), size
+}
+
+// asciiInWord and inWordBits hold inWord of ASCII and of the Basic
+// Multilingual Plane, the latter a bit a rune, built once on first use:
+// the matcher asks for every rune of a text.
+var (
+	asciiInWord = func() (t [utf8.RuneSelf]bool) {
+		for r := range rune(len(t)) {
+			t[r] = inWord(r)
+		}
+		return t
+	}()
+	inWordBits = sync.OnceValue(func() []uint64 {
+		t := make([]uint64, 0x10000/64)
+		for r := range rune(0x10000) {
+			if inWord(r) {
+				t[r/64] |= 1 << (r % 64)
+			}
+		}
+		return t
+	})
+)
+
+// trie holds a set of words by their bytes. Node 0 is the root.
+type trie struct {
+	root  [256]int32 // the root's transitions (0: none)
+	first []int32    // other nodes' first transition in edges (0: none)
+	edges []trieEdge // edges[0] is unused
+	word  []bool     // a word ends at the node (after link: or at a suffix of it)
+	fail  []int32    // after link: the longest proper suffix of the node that is a node
+	words int
+}
+
+type trieEdge struct {
+	b       byte
+	node    int32
+	sibling int32 // the next transition of the same node (0: none)
+}
+
+// newTrie builds the trie of words, in arrays sized once.
+func newTrie(words []string) trie {
+	size := 1
+	for _, w := range words {
+		size += len(w)
+	}
+	t := trie{first: make([]int32, 1, size), edges: make([]trieEdge, 1, size), word: make([]bool, 1, size)}
+	for _, w := range words {
+		n := int32(0)
+		for i := 0; i < len(w); i++ {
+			c := t.child(n, w[i])
+			if c == 0 {
+				c = int32(len(t.word))
+				t.first = append(t.first, 0)
+				t.word = append(t.word, false)
+				if n == 0 {
+					t.root[w[i]] = c
+				} else {
+					t.edges = append(t.edges, trieEdge{w[i], c, t.first[n]})
+					t.first[n] = int32(len(t.edges) - 1)
+				}
+			}
+			n = c
+		}
+		if !t.word[n] {
+			t.word[n] = true
+			t.words++
+		}
+	}
+	return t
+}
+
+// child is the node that byte b leads to from node n (0: none).
+func (t *trie) child(n int32, b byte) int32 {
+	if n == 0 {
+		return t.root[b]
+	}
+	for e := t.first[n]; e != 0; e = t.edges[e].sibling {
+		if t.edges[e].b == b {
+			return t.edges[e].node
+		}
+	}
+	return 0
+}
+
+// link makes the trie an Aho-Corasick automaton for contains: the failure
+// links, and word marking every node that a word ends at or on its chain
+// of failure links. Breadth first: a node's link is found from its
+// parent's, and its link's marks are final before the node is reached.
+func (t *trie) link() {
+	t.fail = make([]int32, len(t.word))
+	queue := make([]int32, 0, len(t.word))
+	for b := range 256 {
+		if c := t.root[b]; c != 0 {
+			queue = append(queue, c)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for e := t.first[n]; e != 0; e = t.edges[e].sibling {
+			b, c := t.edges[e].b, t.edges[e].node
+			f := t.fail[n]
+			for f != 0 && t.child(f, b) == 0 {
+				f = t.fail[f]
+			}
+			if fc := t.child(f, b); fc != c {
+				t.fail[c] = fc
+			}
+			t.word[c] = t.word[c] || t.word[t.fail[c]]
+			queue = append(queue, c)
+		}
+	}
+}
+
+// contains reports whether one of the words of a linked trie occurs in
+// text, and the steps taken: a byte read, a failure link followed (each
+// shortens the match the bytes read have built, so at most one per byte).
+func (t *trie) contains(text string) (bool, int) {
+	steps := 0
 	n := int32(0)
 	for i := 0; i < len(text); i++ {
+		steps++
 		b := text[i]
 		for n != 0 {
-			if c := m.child(n, b); c != 0 {
+			if c := t.child(n, b); c != 0 {
 				n = c
 				break
 			}
-			n = m.fail[n]
+			n = t.fail[n]
+			steps++
 		}
 		if n == 0 {
-			n = m.root[b] // most bytes of a text that matches nothing
+			n = t.root[b] // most bytes of a text that matches nothing
 			if n == 0 {
 				continue
 			}
 		}
-		for f := n; f != 0; f = m.dict[f] {
-			if w := m.word[f]; w >= 0 && m.found(text, int(w), i+1) {
-				return true
-			}
+		if t.word[n] {
+			return true, steps
 		}
 	}
-	return false
-}
-
-// found reports whether word w found ending at end counts as a match.
-func (m *wordMatcher) found(text string, w, end int) bool {
-	if !m.whole[w] {
-		return true
-	}
-	start := end - m.size[w]
-	before, _ := utf8.DecodeLastRuneInString(text[:start])
-	after, _ := utf8.DecodeRuneInString(text[end:])
-	return (start == 0 || !inWord(before)) && (end == len(text) || !inWord(after))
+	return false, steps
 }
 
 // mutes reports whether the post v is hidden by one of the matcher's words.
 func (m *wordMatcher) mutes(v *PostView) bool {
-	return !m.empty && (m.match(foldString(v.Title)) || m.match(foldString(v.Content)))
+	return (len(m.whole) > 0 || m.anywhere.words > 0) && (m.match(foldString(v.Title)) || m.match(foldString(v.Content)))
 }
 
 // foldTable maps every rune of the Basic Multilingual Plane to its folded

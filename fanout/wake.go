@@ -13,11 +13,11 @@ import (
 
 // Wake tells this process's workers at once that this process committed
 // new jobs, on a database without LISTEN/NOTIFY (SQLite). Without it idle
-// workers find new jobs only by polling, and polling often enough for a
-// fresh feed (every 50 ms) costs an idle process several percent of a core;
-// with it they poll rarely (a job inserted by another process, or a retry
-// coming due, waits for the next poll) and still start a job as soon as it
-// is committed here.
+// workers find new jobs only by polling for them, and polling often enough
+// for a fresh feed (every 50 ms) costs an idle process several percent of a
+// core (a fetch is a write transaction on SQLite); with it they poll rarely
+// (a job inserted by another process, or a retry coming due, waits for the
+// next poll) and still start a job as soon as it is committed here.
 //
 // Jobs is to be called after the commit of a transaction that inserted
 // jobs, with those jobs: only their queues' workers are woken (a fetch
@@ -73,10 +73,12 @@ func (w *Wake) notify(queues ...string) {
 	}
 }
 
-// WithWake returns driver with an in-process listener fed by w, so that
-// River, seeing a driver with a listener, subscribes its workers to w's
-// notifications instead of running in poll-only mode. The driver's own
-// behaviour is otherwise unchanged.
+// WithWake returns driver with its own listener (which on SQLite polls
+// River's table of notifications: a job cancelled from the job dashboard,
+// for one) merged with w's wake-ups, which it delivers at once. River,
+// seeing a driver with a listener, subscribes its workers to both. The
+// driver writes no notification of new jobs (SupportsListenNotify): this
+// process's are w's, at once, and the workers poll for the others'.
 func WithWake[TTx any](driver riverdriver.Driver[TTx], w *Wake) riverdriver.Driver[TTx] {
 	return &wakeDriver[TTx]{Driver: driver, wake: w}
 }
@@ -86,29 +88,54 @@ type wakeDriver[TTx any] struct {
 	wake *Wake
 }
 
-func (d *wakeDriver[TTx]) SupportsListener() bool { return true }
-
-// SupportsListenNotify is false: the driver's own notifications (River's
-// SQLite driver writes each one as a row of river_notification, in the
-// inserting transaction, for its polling listener) would go to no one, as
-// this process's workers listen to its Wake instead.
 func (d *wakeDriver[TTx]) SupportsListenNotify() bool { return false }
 
 func (d *wakeDriver[TTx]) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
-	return &wakeListener{wake: d.wake, schema: params.Schema, topics: map[string]bool{}, pending: map[string]bool{}, c: make(chan struct{}, 1)}
+	return &wakeListener{Listener: d.Driver.GetListener(params), wake: d.wake, topics: map[string]bool{}, pending: map[string]bool{}, c: make(chan struct{}, 1)}
 }
 
-// wakeListener is a riverdriver.Listener that hears only its Wake.
+// wakeListener is the driver's listener with its Wake merged in. A
+// goroutine of its own waits on the driver's listener from Connect to
+// Close, so that a wake-up does not interrupt (and restart) its polling.
 type wakeListener struct {
-	wake    *Wake
-	schema  string
+	riverdriver.Listener
+	wake *Wake
+
+	heard chan heard // from the driver's listener
+	stop  func()     // ends the goroutine
+	ended chan struct{}
+
 	c       chan struct{} // a wake-up: pending has queues
 	mu      sync.Mutex
 	topics  map[string]bool
 	pending map[string]bool // queues woken and not yet told
 }
 
+type heard struct {
+	n   *riverdriver.Notification
+	err error
+}
+
 func (l *wakeListener) Connect(ctx context.Context) error {
+	if err := l.Listener.Connect(ctx); err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	l.heard, l.stop, l.ended = make(chan heard), stop, make(chan struct{})
+	go func() {
+		defer close(l.ended)
+		for {
+			n, err := l.Listener.WaitForNotification(wctx)
+			select {
+			case l.heard <- heard{n, err}:
+			case <-wctx.Done():
+				return
+			}
+			if err != nil {
+				return // River closes the listener and connects again
+			}
+		}
+	}()
 	l.wake.mu.Lock()
 	l.wake.listeners[l] = struct{}{}
 	l.wake.mu.Unlock()
@@ -119,26 +146,27 @@ func (l *wakeListener) Close(ctx context.Context) error {
 	l.wake.mu.Lock()
 	delete(l.wake.listeners, l)
 	l.wake.mu.Unlock()
-	return nil
+	if l.stop != nil {
+		l.stop()
+		<-l.ended
+		l.stop = nil
+	}
+	return l.Listener.Close(ctx)
 }
 
 func (l *wakeListener) Listen(ctx context.Context, topic string) error {
 	l.mu.Lock()
 	l.topics[topic] = true
 	l.mu.Unlock()
-	return nil
+	return l.Listener.Listen(ctx, topic)
 }
 
 func (l *wakeListener) Unlisten(ctx context.Context, topic string) error {
 	l.mu.Lock()
 	delete(l.topics, topic)
 	l.mu.Unlock()
-	return nil
+	return l.Listener.Unlisten(ctx, topic)
 }
-
-func (l *wakeListener) Ping(ctx context.Context) error { return nil }
-func (l *wakeListener) Schema() string                 { return l.schema }
-func (l *wakeListener) SetAfterConnectExec(string)     {}
 
 func (l *wakeListener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
 	for {
@@ -152,6 +180,8 @@ func (l *wakeListener) WaitForNotification(ctx context.Context) (*riverdriver.No
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case h := <-l.heard:
+			return h.n, h.err
 		case <-l.c:
 		}
 	}

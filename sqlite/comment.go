@@ -51,7 +51,7 @@ func scanComments(rows *sql.Rows, err error) ([]*feed.Comment, error) {
 // CreateComment implements feed.CommentStore.
 func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 	id := c.ID
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		c.ID, c.ParentID = id, 0 // fn may run again (DB.tx)
 		var author int64
 		var policy feed.CommentPolicy
@@ -189,7 +189,7 @@ func groupReplies(cs []*feed.Comment) map[int64][]*feed.Comment {
 // DeleteComment implements feed.CommentStore.
 func (db *DB) DeleteComment(ctx context.Context, id, userID int64, admin bool, now time.Time) (*feed.Comment, error) {
 	var c *feed.Comment
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		c, err = scanComment(tx.QueryRowContext(ctx, `SELECT `+commentCols+` FROM comments WHERE id = ? AND deleted = 0`, id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -294,7 +294,7 @@ func (db *DB) notifyCommentGone(ctx context.Context, tx *sql.Tx, c *feed.Comment
 
 // SetCommentLike implements feed.CommentStore.
 func (db *DB) SetCommentLike(ctx context.Context, id, userID int64, like bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM comments c JOIN posts p ON p.id = c.post_id WHERE c.id = ?1 AND c.deleted = 0
 			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id IN (c.user_id, p.user_id) AND b.blocked_id = ?2)`, id, userID).Scan(&one)
@@ -348,7 +348,7 @@ func commentPostAuthor(ctx context.Context, tx *sql.Tx, id int64) (int64, error)
 
 // SetCommentPolicy implements feed.CommentStore.
 func (db *DB) SetCommentPolicy(ctx context.Context, postID, userID int64, p feed.CommentPolicy, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var author int64
 		err := tx.QueryRowContext(ctx, `SELECT user_id FROM posts WHERE id = ?`, postID).Scan(&author)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -367,7 +367,7 @@ func (db *DB) SetCommentPolicy(ctx context.Context, postID, userID int64, p feed
 // range of comments_post.
 func (db *DB) PurgeComments(ctx context.Context, postID int64, limit int) (int, error) {
 	var n int
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n = 0
 		if err := postExists(ctx, tx, postID); err == nil {
 			return nil

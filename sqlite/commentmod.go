@@ -13,7 +13,7 @@ import (
 
 // SetCommentAuthorHidden implements feed.CommentStore.
 func (db *DB) SetCommentAuthorHidden(ctx context.Context, id, userID int64, hidden bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		author, err := commentPostAuthor(ctx, tx, id)
 		if err != nil {
 			return err
@@ -38,7 +38,7 @@ const countedCommentReports = `SELECT count(*) FROM comment_reports r
 // ReportComment implements feed.CommentStore.
 func (db *DB) ReportComment(ctx context.Context, id, reporterID int64, reason string, now time.Time, rule feed.ReportRule) (bool, error) {
 	var hidden bool
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		hidden = false
 		if _, err := commentPostAuthor(ctx, tx, id); err != nil {
 			return err
@@ -71,7 +71,7 @@ func (db *DB) ReportComment(ctx context.Context, id, reporterID int64, reason st
 
 // SetCommentModerated implements feed.CommentStore.
 func (db *DB) SetCommentModerated(ctx context.Context, id int64, hidden bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := commentPostAuthor(ctx, tx, id); err != nil {
 			return err
 		}

@@ -25,6 +25,14 @@ import (
 // transaction of its own, without a savepoint, exactly as before: nothing
 // ever waits for company.
 //
+// A shared batch runs every write's statements detached from its caller's
+// cancellation (the context each function is given keeps the caller's
+// values, not its deadline): SQLite answers an interrupted statement by
+// rolling the whole transaction back, which would take the other writes
+// of the batch with it. A caller whose context ends once its write has
+// started still gets that write's result when the batch is done; a write
+// therefore runs once, and is either committed or not at all.
+//
 // The batch is capped (maxBatch writes, maxBatchWork of their running
 // time), so a long write such as a fan-out delivery keeps the others'
 // latency bounded, and River's own queries (which take the writer
@@ -41,13 +49,12 @@ const (
 // write is one caller's write transaction waiting for, or in, a batch.
 type write struct {
 	ctx  context.Context
-	fn   func(tx *sql.Tx) error
+	fn   func(ctx context.Context, tx *sql.Tx) error
 	done chan result // buffered: a turn to lead, then the result
 
 	// Set by the leader that runs it (leaders follow one another).
 	err      error // fn's result in the batch
 	panicked any   // what fn panicked with
-	finished bool  // err is final: the write is not run again
 }
 
 type result struct {
@@ -68,18 +75,16 @@ type committer struct {
 	work    time.Duration // maxBatchWork unless set (tests)
 }
 
-// tx runs fn in a write transaction, sharing the transaction and its
-// commit with other writes waiting for the writer (see Group commit
+// tx runs fn once in a write transaction, sharing the transaction and
+// its commit with other writes waiting for the writer (see Group commit
 // above), and returns once the transaction is committed: fn's error if fn
 // failed (its changes then undone, and none of the others'), else the
 // commit's error. ctx ending while the write waits for its turn returns
-// ctx's error, and the write is not made.
-//
-// fn may run more than once: when a statement of another write in the same
-// batch is interrupted (its context ended mid-statement, which makes SQLite
-// roll the whole transaction back), the other writes of the batch run again
-// in the next. So fn sets its results afresh on every run.
-func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// ctx's error, and the write is not made; once it has started, the write
+// runs to its end. fn runs its statements with the context it is given:
+// ctx itself when the write runs alone, ctx without its cancellation in a
+// shared batch.
+func (db *DB) tx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -93,15 +98,12 @@ func (db *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	wait := ctx.Done()
 	for {
 		if lead {
+			// The leader's write is first in the queue, so its batch
+			// finishes it.
 			db.runBatch()
 			c.mu.Lock()
-			if w.finished {
-				c.handOff()
-			}
+			c.handOff()
 			c.mu.Unlock()
-			if !w.finished {
-				continue // ours runs again in the next batch, which we lead
-			}
 		}
 		select {
 		case r := <-w.done:
@@ -153,8 +155,8 @@ func (c *committer) leave(w *write) bool {
 }
 
 // runBatch runs the writes at the front of the queue in one transaction,
-// puts those it leaves (past maxBatchWork, or to run again) back at the
-// front, and sends every finished write its result, the leader's own
+// puts those it did not start (past maxBatchWork) back at the front, and
+// sends every other write of the batch its result, the leader's own
 // included.
 func (db *DB) runBatch() {
 	c := &db.commit
@@ -165,56 +167,52 @@ func (db *DB) runBatch() {
 	c.queue = append(c.queue[:0:0], c.queue[n:]...)
 	c.mu.Unlock()
 
-	again := db.commitBatch(batch)
+	done := db.commitBatch(batch)
 
 	c.mu.Lock()
-	c.queue = append(again, c.queue...)
+	c.queue = append(batch[done:len(batch):len(batch)], c.queue...)
 	c.mu.Unlock()
-	for _, w := range batch {
-		if w.finished {
-			w.done <- result{err: w.err, panicked: w.panicked}
-		}
+	for _, w := range batch[:done] {
+		w.done <- result{err: w.err, panicked: w.panicked}
 	}
 }
 
-// commitBatch runs batch in one transaction and marks finished the writes
-// whose results are final; it returns the others, in order, to run again.
-func (db *DB) commitBatch(batch []*write) (again []*write) {
-	finish := func(ws []*write, err error) {
-		for _, w := range ws {
-			if err != nil && w.panicked == nil {
-				w.err = err
-			}
-			w.finished = true
-		}
-	}
+// commitBatch runs batch in one transaction and sets the results of its
+// first done writes, at least one; the writes after those were not started.
+func (db *DB) commitBatch(batch []*write) (done int) {
 	if len(batch) == 1 {
 		// Alone: no savepoint, and the caller's context, as a transaction
 		// of its own would have.
 		w := batch[0]
 		tx, err := db.Write.BeginTx(w.ctx, nil)
 		if err != nil {
-			finish(batch, err)
-			return nil
+			w.err = err
+			return 1
 		}
 		defer db.enqueuedIn.Delete(tx)
-		if w.err = runFn(w, tx); w.err != nil {
+		if w.err = runFn(w, w.ctx, tx); w.err != nil {
 			tx.Rollback()
 			db.flushNotices(tx, false)
-			finish(batch, nil)
-			return nil
+			return 1
 		}
-		finish(batch, db.commitTx(tx))
+		w.err = db.commitTx(tx)
 		db.woken(tx, w.err)
-		return nil
+		return 1
 	}
 	// Shared: the transaction and its savepoint statements belong to no
-	// caller, so no caller's context can end them.
+	// caller, and each write runs with its caller's context detached.
 	bg := context.Background()
+	fail := func(ws []*write, err error) { // those whose own result was a success
+		for _, w := range ws {
+			if w.err == nil {
+				w.err = err
+			}
+		}
+	}
 	tx, err := db.Write.BeginTx(bg, nil)
 	if err != nil {
-		finish(batch, err)
-		return nil
+		fail(batch, err)
+		return len(batch)
 	}
 	defer db.enqueuedIn.Delete(tx)
 	work := db.commit.work
@@ -222,21 +220,19 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 		work = maxBatchWork
 	}
 	start := time.Now()
-	var ran []*write
+	done = len(batch)
 	for i, w := range batch {
 		if i > 0 && time.Since(start) > work {
-			again = batch[i:]
+			done = i
 			break
 		}
-		if err := w.ctx.Err(); err != nil {
-			w.err = err
-			w.finished = true
-			continue
+		if w.err = w.ctx.Err(); w.err != nil {
+			continue // its caller left before it started: not made
 		}
 		_, err := tx.ExecContext(bg, `SAVEPOINT write`)
 		if err == nil {
 			mark := db.noticeMark(tx)
-			if w.err = runFn(w, tx); w.err != nil {
+			if w.err = runFn(w, context.WithoutCancel(w.ctx), tx); w.err != nil {
 				db.noticeUndo(tx, mark) // its savepoint is rolled back
 				_, err = tx.ExecContext(bg, `ROLLBACK TO write`)
 			}
@@ -245,24 +241,21 @@ func (db *DB) commitBatch(batch []*write) (again []*write) {
 			_, err = tx.ExecContext(bg, `RELEASE write`)
 		}
 		if err != nil {
-			// The transaction is gone: a statement of w was interrupted
-			// (SQLite then rolls back the whole transaction), or SQLite
-			// failed. w gets the error; the writes before it ran for
-			// nothing and run again first, then those after it.
+			// SQLite failed and rolled the transaction back (a full disk,
+			// an I/O error): every write started in it is lost, and those
+			// not started yet go to the next batch.
 			tx.Rollback()
 			db.flushNotices(tx, false)
-			if w.err == nil {
-				w.err = fmt.Errorf("sqlite: write transaction lost: %w", err)
-			}
-			w.finished = true
-			return append(ran, batch[i+1:]...)
+			fail(batch[:i+1], fmt.Errorf("sqlite: write transaction lost: %w", err))
+			return i + 1
 		}
-		ran = append(ran, w)
 	}
 	err = db.commitTx(tx)
-	finish(ran, err)
+	if err != nil {
+		fail(batch[:done], err)
+	}
 	db.woken(tx, err)
-	return again
+	return done
 }
 
 func (db *DB) commitTx(tx *sql.Tx) error {
@@ -273,17 +266,16 @@ func (db *DB) commitTx(tx *sql.Tx) error {
 	return err
 }
 
-// runFn runs w's function in tx, turning a panic into an error here (the
-// panic is raised again in w's own goroutine).
-func runFn(w *write, tx *sql.Tx) (err error) {
-	w.panicked = nil
+// runFn runs w's function in tx with ctx, turning a panic into an error
+// here (the panic is raised again in w's own goroutine).
+func runFn(w *write, ctx context.Context, tx *sql.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.panicked = p
 			err = errPanicked
 		}
 	}()
-	return w.fn(tx)
+	return w.fn(ctx, tx)
 }
 
 var errPanicked = errors.New("sqlite: write function panicked")

@@ -77,7 +77,7 @@ func holdWriter(t *testing.T, db *DB) (release func(), done <-chan error) {
 	t.Helper()
 	started, hold, out := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		out <- db.tx(context.Background(), func(tx *sql.Tx) error {
+		out <- db.tx(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 			close(started)
 			<-hold
 			return insert(context.Background(), tx, "held", 0)
@@ -118,7 +118,7 @@ func recv(t *testing.T, ch <-chan error) error {
 
 // start runs fn as a write in a goroutine of its own, once the k writes
 // before it are queued, and returns its result's channel.
-func start(t *testing.T, db *DB, k int, ctx context.Context, fn func(tx *sql.Tx) error) <-chan error {
+func start(t *testing.T, db *DB, k int, ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) <-chan error {
 	t.Helper()
 	queued(t, db, k)
 	out := make(chan error, 1)
@@ -144,14 +144,14 @@ func TestGroupCommitBatch(t *testing.T) {
 	errOwn := errors.New("refused by its function")
 	var sawA, aCommitted bool
 	var cancelledRan atomic.Bool
-	a := start(t, db, 0, ctx, func(tx *sql.Tx) error { return insert(ctx, tx, "a", 1) })
-	dup := start(t, db, 1, ctx, func(tx *sql.Tx) error {
+	a := start(t, db, 0, ctx, func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, "a", 1) })
+	dup := start(t, db, 1, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := insert(ctx, tx, "dup-1", 2); err != nil {
 			return err
 		}
 		return insert(ctx, tx, "a", 2) // a UNIQUE violation: a's row is there
 	})
-	c := start(t, db, 2, ctx, func(tx *sql.Tx) error {
+	c := start(t, db, 2, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// a's row, uncommitted, is in this transaction and not yet on disk.
 		var n, m int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM gc WHERE k = 'a'`).Scan(&n); err != nil {
@@ -164,7 +164,7 @@ func TestGroupCommitBatch(t *testing.T) {
 		return insert(ctx, tx, "c", 3)
 	})
 	cctx, cancel := context.WithCancel(ctx)
-	cancelled := start(t, db, 3, cctx, func(tx *sql.Tx) error {
+	cancelled := start(t, db, 3, cctx, func(ctx context.Context, tx *sql.Tx) error {
 		cancelledRan.Store(true)
 		return insert(ctx, tx, "cancelled", 4)
 	})
@@ -172,13 +172,13 @@ func TestGroupCommitBatch(t *testing.T) {
 	if err := recv(t, cancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("write cancelled while queued: %v, want context.Canceled", err)
 	}
-	own := start(t, db, 3, ctx, func(tx *sql.Tx) error {
+	own := start(t, db, 3, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := insert(ctx, tx, "own", 5); err != nil {
 			return err
 		}
 		return errOwn
 	})
-	panics := start(t, db, 4, ctx, func(tx *sql.Tx) error {
+	panics := start(t, db, 4, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := insert(ctx, tx, "panic", 6); err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func TestGroupCommitBatch(t *testing.T) {
 	// Read-your-writes: e's caller sees its row (and those before it) as
 	// soon as it returns.
 	var seen map[string]bool
-	e := start(t, db, 5, ctx, func(tx *sql.Tx) error { return insert(ctx, tx, "e", 7) })
+	e := start(t, db, 5, ctx, func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, "e", 7) })
 	eDone := make(chan error, 1)
 	go func() {
 		err := <-e
@@ -233,50 +233,110 @@ func TestGroupCommitBatch(t *testing.T) {
 	}
 }
 
-// A write whose statement is interrupted (its context ends mid-statement)
-// makes SQLite roll back the whole transaction: the writes that ran before
-// it in the batch run again, and the batch's other writes are kept.
-func TestGroupCommitInterrupted(t *testing.T) {
+// A caller whose context ends while its write runs in a shared batch (here
+// in the middle of a long statement) does not interrupt it: SQLite would
+// roll back the whole transaction, the batch's other writes with it. Every
+// write runs once; the cancelled caller's write is committed once or not
+// at all, and the batch's other writes are committed.
+func TestGroupCommitCallerLeaves(t *testing.T) {
 	db := openCommitTest(t)
 	db.commit.work = time.Hour
 	ctx := t.Context()
 	release, held := holdWriter(t, db)
-	var runsA atomic.Int32
-	a := start(t, db, 0, ctx, func(tx *sql.Tx) error {
+	var runsA, runsB, runsC atomic.Int32
+	commits := db.commit.commits.Load()
+	a := start(t, db, 0, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		runsA.Add(1)
 		return insert(ctx, tx, "a", 1)
 	})
-	lctx, cancel := context.WithCancel(ctx)
+	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	long := start(t, db, 1, lctx, func(tx *sql.Tx) error {
-		time.AfterFunc(50*time.Millisecond, cancel)
-		_, err := tx.ExecContext(lctx, `INSERT INTO gc (k, writer)
-			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000)
-			SELECT 'long-' || i, 2 FROM n`)
+	b := start(t, db, 1, bctx, func(ctx context.Context, tx *sql.Tx) error {
+		runsB.Add(1)
+		time.AfterFunc(2*time.Millisecond, cancel)
+		// Long enough to be under way when its caller leaves.
+		_, err := tx.ExecContext(ctx, `INSERT INTO gc (k, writer)
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
+			SELECT 'b', count(*) FROM n`)
 		return err
 	})
-	c := start(t, db, 2, ctx, func(tx *sql.Tx) error { return insert(ctx, tx, "c", 3) })
+	c := start(t, db, 2, ctx, func(ctx context.Context, tx *sql.Tx) error {
+		runsC.Add(1)
+		return insert(ctx, tx, "c", 3)
+	})
 	release()
 	if err := recv(t, held); err != nil {
 		t.Fatal(err)
-	}
-	if err := recv(t, long); err == nil {
-		t.Error("the interrupted write succeeded")
 	}
 	for name, ch := range map[string]<-chan error{"a": a, "c": c} {
 		if err := recv(t, ch); err != nil {
 			t.Errorf("write %s: %v", name, err)
 		}
 	}
-	var n int
-	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM gc WHERE k LIKE 'long-%'`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("%d rows of the interrupted write (%v), want 0", n, err)
+	errB := recv(t, b)
+	if bctx.Err() == nil {
+		t.Fatal("b's caller was not cancelled while its write ran")
 	}
-	if got := keys(t, db); !got["a"] || !got["c"] {
+	got := keys(t, db)
+	if errB == nil != got["b"] {
+		t.Errorf("the cancelled caller got %v, and its row is there: %v; want committed with no error or not at all", errB, got["b"])
+	}
+	if !got["a"] || !got["c"] {
 		t.Errorf("rows %v, want a and c", got)
 	}
-	if runs := runsA.Load(); runs != 2 {
-		t.Errorf("a ran %d times, want 2 (once in the lost transaction, once again)", runs)
+	if ra, rb, rc := runsA.Load(), runsB.Load(), runsC.Load(); ra != 1 || rb != 1 || rc != 1 {
+		t.Errorf("the writes ran %d, %d and %d times, want once each", ra, rb, rc)
+	}
+	if n := db.commit.commits.Load() - commits; n != 2 {
+		t.Errorf("%d commits for the held write and the three behind it, want 2", n)
+	}
+}
+
+// When SQLite rolls the transaction back in the middle of a batch (a full
+// disk or an I/O error does; here a write's own ROLLBACK), the writes
+// started in it get an error and none of their rows is kept, each having
+// run once; the writes not started yet are committed in the next batch.
+func TestGroupCommitLost(t *testing.T) {
+	db := openCommitTest(t)
+	db.commit.work = time.Hour
+	ctx := t.Context()
+	release, held := holdWriter(t, db)
+	var runs [3]atomic.Int32
+	a := start(t, db, 0, ctx, func(ctx context.Context, tx *sql.Tx) error {
+		runs[0].Add(1)
+		return insert(ctx, tx, "a", 1)
+	})
+	lost := start(t, db, 1, ctx, func(ctx context.Context, tx *sql.Tx) error {
+		runs[1].Add(1)
+		if err := insert(ctx, tx, "lost", 2); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `ROLLBACK`)
+		return err
+	})
+	c := start(t, db, 2, ctx, func(ctx context.Context, tx *sql.Tx) error {
+		runs[2].Add(1)
+		return insert(ctx, tx, "c", 3)
+	})
+	release()
+	if err := recv(t, held); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]<-chan error{"a": a, "lost": lost} {
+		if err := recv(t, ch); err == nil || !strings.Contains(err.Error(), "savepoint") {
+			t.Errorf("write %s of the lost transaction: %v, want its loss", name, err)
+		}
+	}
+	if err := recv(t, c); err != nil {
+		t.Errorf("write c, not started in the lost transaction: %v", err)
+	}
+	if got := keys(t, db); got["a"] || got["lost"] || !got["c"] {
+		t.Errorf("rows %v, want c only", got)
+	}
+	for i := range runs {
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("write %d ran %d times, want once", i, n)
+		}
 	}
 }
 
@@ -287,8 +347,8 @@ func TestGroupCommitFailedCommit(t *testing.T) {
 	db.commit.work = time.Hour
 	ctx := t.Context()
 	release, held := holdWriter(t, db)
-	a := start(t, db, 0, ctx, func(tx *sql.Tx) error { return insert(ctx, tx, "a", 1) })
-	b := start(t, db, 1, ctx, func(tx *sql.Tx) error {
+	a := start(t, db, 0, ctx, func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, "a", 1) })
+	b := start(t, db, 1, ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// A foreign key checked at COMMIT: the whole commit fails.
 		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
 			return err
@@ -309,7 +369,7 @@ func TestGroupCommitFailedCommit(t *testing.T) {
 		t.Errorf("rows %v: a's row was kept though its commit failed", got)
 	}
 	// The writer is clean again.
-	if err := db.tx(ctx, func(tx *sql.Tx) error { return insert(ctx, tx, "after", 3) }); err != nil {
+	if err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, "after", 3) }); err != nil {
 		t.Fatalf("write after a failed commit: %v", err)
 	}
 }
@@ -348,17 +408,17 @@ func TestGroupCommitConcurrent(t *testing.T) {
 					defer cancel()
 					wctx = c
 				}
-				err := db.tx(wctx, func(tx *sql.Tx) error {
-					if err := insert(wctx, tx, k1, id); err != nil {
+				err := db.tx(wctx, func(ctx context.Context, tx *sql.Tx) error {
+					if err := insert(ctx, tx, k1, id); err != nil {
 						return err
 					}
 					switch kind {
 					case 1:
-						return insert(wctx, tx, "taken", id) // UNIQUE violation
+						return insert(ctx, tx, "taken", id) // UNIQUE violation
 					case 2:
 						return errOwn
 					}
-					return insert(wctx, tx, k2, id)
+					return insert(ctx, tx, k2, id)
 				})
 				var want bool
 				switch kind {
@@ -438,7 +498,7 @@ func TestGroupCommitCapped(t *testing.T) {
 		var order []int
 		var results []<-chan error
 		for i := range c.writes {
-			results = append(results, start(t, db, i, ctx, func(tx *sql.Tx) error {
+			results = append(results, start(t, db, i, ctx, func(ctx context.Context, tx *sql.Tx) error {
 				order = append(order, i) // writes run one at a time, by the leader
 				return insert(ctx, tx, fmt.Sprintf("cap-%d-%d", c.writes, i), i)
 			}))

@@ -274,7 +274,7 @@ func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
 // exec runs one write statement, as a transaction of tx.
 func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err

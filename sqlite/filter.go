@@ -13,7 +13,7 @@ var _ feed.FilterStore = (*DB)(nil)
 
 // SetMutedWord implements feed.FilterStore.
 func (db *DB) SetMutedWord(ctx context.Context, userID int64, word string, mute bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if !mute {
 			_, err := tx.ExecContext(ctx, `DELETE FROM muted_words WHERE user_id = ? AND word = ?`, userID, word)
 			return err
@@ -68,7 +68,7 @@ func postExists(ctx context.Context, tx *sql.Tx, id int64) error {
 // count (countedReports) and the hiding in one write transaction.
 func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason string, now time.Time, rule feed.ReportRule) (bool, error) {
 	var hidden bool
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := postExists(ctx, tx, postID); err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ const countedReports = `SELECT count(*) FROM reports r
 
 // SetHidden implements feed.FilterStore.
 func (db *DB) SetHidden(ctx context.Context, postID int64, hidden bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := postExists(ctx, tx, postID); err != nil {
 			return err
 		}

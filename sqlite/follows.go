@@ -16,7 +16,7 @@ import (
 // INSERT or DELETE changed the follow row moves the counters and enqueues a
 // feed.FollowJob, in the same transaction.
 func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := userExists(ctx, tx, followeeID); err != nil {
 			return err
 		}

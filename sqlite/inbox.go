@@ -61,7 +61,7 @@ func (ib *Inbox) Deliver(ctx context.Context, e feed.Entry, userIDs []int64) err
 		return nil
 	}
 	users := idList(userIDs)
-	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+	return ib.DB.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// OR IGNORE rather than ON CONFLICT DO NOTHING: a statement that
 		// cannot abort needs no statement journal, which in a transaction
 		// would first copy every page the batch writes (one per inbox).
@@ -99,7 +99,7 @@ func (ib *Inbox) Add(ctx context.Context, userID int64, entries []feed.Entry) er
 	for i, e := range entries {
 		pairs[i] = [2]int64{e.Score, e.PostID}
 	}
-	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+	return ib.DB.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox (user_id, score, post_id)
 			SELECT ?, value ->> 0, value ->> 1 FROM json_each(?)`, userID, jsonString(pairs))
 		if err != nil {
@@ -238,7 +238,7 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 	if cap < 0 {
 		return nil
 	}
-	return ib.DB.tx(ctx, func(tx *sql.Tx) error {
+	return ib.DB.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return ib.trim(ctx, tx, []int64{userID}, cap, cap <= ib.cap())
 	})
 }

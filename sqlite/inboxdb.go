@@ -66,7 +66,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 	// else: regenerate.
 	stale := mainID != "" || ownID != ""
 	id := rand.Text()
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if stale {
 			for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -82,7 +82,7 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 		return err
 	}
 	// A crash here leaves the ids different: the next start does it again.
-	return main.tx(ctx, func(tx *sql.Tx) error {
+	return main.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if stale {
 			if _, err := tx.ExecContext(ctx, `UPDATE users SET active_at = 0`); err != nil {
 				return err

@@ -296,7 +296,7 @@ func (db *DB) MarkNotificationsRead(ctx context.Context, userID int64, upTo time
 
 // DismissNotification implements feed.NotifyStore.
 func (db *DB) DismissNotification(ctx context.Context, userID, groupID int64) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = ? AND user_id = ?`, groupID, userID)
 		if err != nil {
 			return err

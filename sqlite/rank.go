@@ -83,7 +83,7 @@ func (db *DB) Affinity(ctx context.Context, viewerID int64, authorIDs []int64, s
 // snapshots beyond the newest few and every expired one.
 func (db *DB) SaveSnapshot(ctx context.Context, viewerID int64, id string, items []rank.Item, now, expires time.Time) error {
 	body := rank.EncodeSnapshot(items)
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE expires_at <= ?`, ms(now)); err != nil {
 			return err
 		}

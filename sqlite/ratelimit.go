@@ -29,7 +29,7 @@ func (db *DB) Count(ctx context.Context, key string, window time.Duration, now t
 	var n int
 	var ends int64
 	if add < 0 {
-		err := db.tx(ctx, func(tx *sql.Tx) error {
+		err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			return tx.QueryRowContext(ctx, `UPDATE rate_counts SET n = max(n + ?, 0) WHERE key = ? AND window_end > ? RETURNING n, window_end`,
 				add, key, ms(now)).Scan(&n, &ends)
 		})
@@ -38,7 +38,7 @@ func (db *DB) Count(ctx context.Context, key string, window time.Duration, now t
 		}
 		return n, time.UnixMilli(ends), err
 	}
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rate_counts WHERE key IN (SELECT key FROM rate_counts WHERE window_end <= ? AND key <> ? LIMIT 100)`, ms(now), key); err != nil {
 			return err
 		}

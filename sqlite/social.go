@@ -16,7 +16,7 @@ func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, no
 	if userID == targetID {
 		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
 	}
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := userExists(ctx, tx, targetID); err != nil {
 			return err
 		}
@@ -40,7 +40,7 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 	if userID == targetID {
 		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
 	}
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := userExists(ctx, tx, targetID); err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error
 	if err := validMode(mode); err != nil {
 		return err
 	}
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET mode = ? WHERE id = ?`, int(mode), authorID)
 		if err != nil {
 			return err
@@ -186,7 +186,7 @@ func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval t
 	if prev >= stale {
 		return time.UnixMilli(prev), nil
 	}
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT active_at FROM users WHERE id = ?`, userID).Scan(&prev); err != nil {
 			return err
 		}

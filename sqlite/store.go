@@ -40,7 +40,7 @@ func scanUser(s scanner) (*feed.User, error) {
 // FindOrCreateUser implements feed.UserStore.
 func (db *DB) FindOrCreateUser(ctx context.Context, phone, nickName string, now time.Time) (*feed.User, error) {
 	var u *feed.User
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO users (phone, nick_name, created_at, active_at) VALUES (?1, ?2, ?3, ?3) ON CONFLICT (phone) DO NOTHING`,
 			phone, nickName, ms(now)); err != nil {
 			return err
@@ -86,7 +86,7 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 
 // SaveCode implements feed.AuthStore.
 func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var sent int64
 		err := tx.QueryRowContext(ctx, `SELECT sent_at FROM login_codes WHERE phone = ?`, phone).Scan(&sent)
 		if err == nil && now.Sub(time.UnixMilli(sent)) < resendAfter {
@@ -110,8 +110,7 @@ func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Tim
 // ConsumeCode implements feed.AuthStore.
 func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
 	var refusal error
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		refusal = nil // fn may run again (DB.tx)
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var hash string
 		var expires int64
 		var tries int
@@ -145,7 +144,7 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 
 // CreateSession implements feed.AuthStore.
 func (db *DB) CreateSession(ctx context.Context, tokenHash string, userID int64, now, expires time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Sweep a few sessions expired by the caller's clock (as Session
 		// judges them), so the table does not grow forever.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)`, ms(now)); err != nil {
@@ -228,7 +227,7 @@ func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 
 // CreatePost implements feed.PostStore.
 func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
@@ -263,7 +262,7 @@ func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, err
 
 // DeletePost implements feed.PostStore.
 func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var author, created int64
 		err := tx.QueryRowContext(ctx, `SELECT user_id, created_at FROM posts WHERE id = ?`, id).Scan(&author, &created)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -322,8 +321,7 @@ func likablePost(ctx context.Context, tx *sql.Tx, postID, userID int64) (int64, 
 // ToggleLike implements feed.PostStore.
 func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Time) (bool, error) {
 	var liked bool
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		liked = false // fn may run again (DB.tx)
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		author, err := likablePost(ctx, tx, postID, userID)
 		if err != nil {
 			return err
@@ -352,7 +350,7 @@ func (db *DB) ToggleLike(ctx context.Context, postID, userID int64, now time.Tim
 // SetLike implements feed.PostStore: the INSERT (or DELETE) of the like row
 // decides whether the count moves, in the same transaction.
 func (db *DB) SetLike(ctx context.Context, postID, userID int64, like bool, now time.Time) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		author, err := likablePost(ctx, tx, postID, userID)
 		if err != nil {
 			return err

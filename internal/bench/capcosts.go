@@ -322,23 +322,23 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 		return err
 	}
 	bar = newProgress(env.Progress, "posts", posters)
-	cpu := processCPU()
+	cpu := ProcessCPU()
 	for i := range posters {
 		if err := post(poster0+i, i); err != nil {
 			return err
 		}
 		bar.set(i + 1)
 	}
-	k.APIUsPerWrite = round(float64((processCPU()-cpu).Microseconds())/posters, 1)
+	k.APIUsPerWrite = round(float64((ProcessCPU()-cpu).Microseconds())/posters, 1)
 	bar.finish()
-	cpu, rcpu := processCPU(), redisCPU(ctx, env.Redis)
+	cpu, rcpu := ProcessCPU(), redisCPU(ctx, env.Redis)
 	if err := env.Start(ctx); err != nil {
 		return err
 	}
 	if err := waitJobs(ctx, env); err != nil {
 		return err
 	}
-	k.WorkerUsPerJob = round(float64((processCPU()-cpu).Microseconds())/posters, 1)
+	k.WorkerUsPerJob = round(float64((ProcessCPU()-cpu).Microseconds())/posters, 1)
 	k.RedisUsPerPost = round(float64((redisCPU(ctx, env.Redis)-rcpu).Microseconds())/posters, 2)
 	rows1, _, err := pgStats(ctx, pg, true)
 	if err != nil {
@@ -353,7 +353,7 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 	if err != nil {
 		return err
 	}
-	cpu = processCPU()
+	cpu = ProcessCPU()
 	bar = newProgress(env.Progress, "fan-outs", big)
 	for n := range big {
 		if err := post(0, n); err != nil {
@@ -372,7 +372,7 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 	if d1-d0 < big*(users-1) {
 		return fmt.Errorf("bench: %v deliveries for %d posts to %d followers", d1-d0, big, users-1)
 	}
-	k.WorkerUsPerDelivery = round(float64((processCPU()-cpu).Microseconds())/(d1-d0), 3)
+	k.WorkerUsPerDelivery = round(float64((ProcessCPU()-cpu).Microseconds())/(d1-d0), 3)
 	rows2, _, err := pgStats(ctx, pg, true)
 	if err != nil {
 		return err
@@ -426,14 +426,14 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 		}
 		bar := newProgress(env.Progress, label, pages)
 		var n atomic.Int64
-		cpu, rcpu := processCPU(), redisCPU(ctx, env.Redis)
+		cpu, rcpu := ProcessCPU(), redisCPU(ctx, env.Redis)
 		for i := range pages {
 			if err := handlerCall(h, http.MethodGet, from, toks[i%len(toks)], nil, nil); err != nil {
 				return 0, 0, 0, err
 			}
 			bar.set(int(n.Add(1)))
 		}
-		api = float64((processCPU() - cpu).Microseconds()) / float64(pages)
+		api = float64((ProcessCPU() - cpu).Microseconds()) / float64(pages)
 		rds = float64((redisCPU(ctx, env.Redis) - rcpu).Microseconds()) / float64(pages)
 		bar.finish()
 		_, x1, err := pgStats(ctx, pg, true)
