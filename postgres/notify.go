@@ -16,11 +16,11 @@ var _ feed.NotifyStore = (*DB)(nil)
 // Notifications are written in the transactions of the actions they tell
 // of (SetLike, ToggleLike, SetFollow, SetBlock, SetMute, SetHidden,
 // DeletePost), by the hooks below: a committed like has its notification
-// and a rolled-back one has none. An event that finds its target's open
-// group extends it in one statement (the count moves by an UPDATE under the
-// group row's lock); one that finds none takes a transaction-level advisory
-// lock of (user, kind, target) and looks again, so concurrent events open
-// one group, never two.
+// and a rolled-back one has none. Every event takes one path (notifyAdd):
+// a transaction-level advisory lock of (user, kind, target), then the
+// target's open group read by a statement whose snapshot is taken under
+// the lock, so that concurrent events of one target open one group, never
+// two.
 
 // trimBatch bounds the groups one new group's write removes as past the
 // retention or beyond the groups kept.
@@ -93,34 +93,10 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 		return nil
 	}
 	open := ms(now) - db.Notify.GroupWindow().Milliseconds()
-	var gid int64
-	if actorID != 0 {
-		// The common case, one statement and no lock: the target has an
-		// open group (its newest, if the first event is within the window)
-		// and the actor is neither muted nor blocked; the group gains the
-		// actor's row and, if the row is new, one in its count (the row
-		// lock of the UPDATE orders concurrent likes of one post).
-		err := tx.QueryRow(ctx, `WITH g AS (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-				ORDER BY first_at DESC, id DESC LIMIT 1),
-			o AS (SELECT id FROM g WHERE first_at > $6
-				AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $4)
-				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $4)
-				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $4 AND blocked_id = $1)),
-			added AS (INSERT INTO notify_actors (group_id, actor_id, at) SELECT id, $4, $5 FROM o ON CONFLICT DO NOTHING RETURNING 1)
-			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $5)
-			WHERE id = (SELECT id FROM o) RETURNING id`, userID, kind, target, actorID, ms(now), open).Scan(&gid)
-		if err == nil {
-			db.notice(tx, userID, gid)
-			return nil
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-	}
-	// Otherwise (no open group, a muted or blocked actor, moderation): the
-	// advisory lock of the target, with the mute and block check, then the
-	// open group read again by a statement whose snapshot is taken once
-	// the lock is held, so that of concurrent events without an open group
-	// one opens it and the others join it.
+	// The advisory lock of the target, with the mute and block check, then
+	// the open group read by a statement whose snapshot is taken once the
+	// lock is held: of concurrent events of one target, one opens the
+	// group and the others join it.
 	var quiet bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $2)
 		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
@@ -128,7 +104,7 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 		FROM (SELECT pg_advisory_xact_lock($3)) lock`, userID, actorID, notifyLockKey(userID, kind, target)).Scan(&quiet); err != nil || quiet {
 		return err
 	}
-	var first int64
+	var gid, first int64
 	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
 		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -203,9 +179,10 @@ func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID, actorID in
 	}
 	for _, gid := range gids {
 		// A group left with no actor is not deleted but kept with count 0,
-		// which no read shows: a like that joins it concurrently (its
-		// statement saw the group) then finds the row its actor row
-		// refers to, and simply brings the group back with one actor.
+		// which no read shows: a like that joins it concurrently (having
+		// read it under its lock, which a retraction does not take) then
+		// finds the row its actor row refers to, and simply brings the
+		// group back with one actor.
 		if _, err := tx.Exec(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = $1`, gid); err != nil {
 			return err
 		}
