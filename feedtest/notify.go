@@ -430,6 +430,56 @@ func testNotifyOff(t *testing.T, b *NotifyBackend) {
 	}
 }
 
+// TestNotifyMuteRace mutes n users each at the same time as they like the
+// muter's post or follow the muter (goroutines released together) and
+// checks that no muted user is left in the muter's notifications: a mute
+// either commits first (the like or follow then records nothing) or
+// removes what the like or follow recorded. open must return an empty
+// backend.
+func TestNotifyMuteRace(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend, n int) {
+	b := open(t, feed.NotifySettings{})
+	w := newNotifyWorld(t, b)
+	ctx := t.Context()
+	now := time.UnixMilli(w.clock.Load())
+	muter := newUser(t, b.Backend, 1, now).ID
+	actors := make([]int64, n)
+	for i := range actors {
+		actors[i] = newUser(t, b.Backend, 2+i, now).ID
+	}
+	p := w.publish(muter, "muted")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, id := range actors {
+		wg.Go(func() {
+			<-start
+			var err error
+			if i%2 == 0 {
+				err = w.s.SetLike(ctx, id, p, true)
+			} else {
+				err = w.s.Follow(ctx, id, muter, true)
+			}
+			if err != nil {
+				t.Errorf("like or follow: %v", err)
+			}
+		})
+		wg.Go(func() {
+			<-start
+			if err := w.s.Mute(ctx, muter, id, true); err != nil {
+				t.Errorf("Mute: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	b.Jobs()
+	if got := w.page(muter); len(got) != 0 {
+		t.Fatalf("after %d mutes racing their users' likes and follows, the muter has groups %q; want none", n, describe(got))
+	}
+	if u := w.unread(muter); u != 0 {
+		t.Fatalf("unread %d after muting every actor, want 0", u)
+	}
+}
+
 // TestNotifyConcurrentLikes likes one post by n distinct users at once
 // (n goroutines released together) and checks that the
 // author has one group counting every one of them, the post's like count

@@ -17,10 +17,11 @@ var _ feed.NotifyStore = (*DB)(nil)
 // of (SetLike, ToggleLike, SetFollow, SetBlock, SetMute, SetHidden,
 // DeletePost), by the hooks below: a committed like has its notification
 // and a rolled-back one has none. Every event takes one path (notifyAdd):
-// a transaction-level advisory lock of (user, kind, target), then the
-// target's open group read by a statement whose snapshot is taken under
-// the lock, so that concurrent events of one target open one group, never
-// two.
+// a transaction-level advisory lock of (user, kind, target) and a share
+// lock of the user's row, then the target's open group read by a statement
+// whose snapshot is taken under them, so that concurrent events of one
+// target open one group, never two, and a concurrent mute or block of the
+// actor is ordered with the event.
 
 // trimBatch bounds the groups one new group's write removes as past the
 // retention or beyond the groups kept.
@@ -88,48 +89,54 @@ func (db *DB) notifyModeration(ctx context.Context, tx pgx.Tx, postID int64, hid
 // the open group of (userID, kind, target) or opens one. A moderation
 // event (actorID 0) sets the group's action. Nothing is recorded of one's
 // own actions, nor of a user userID mutes or blocks or who blocks userID.
+//
+// Its first statement takes the target's advisory lock and a share lock of
+// userID's row, which SetMute and SetBlock lock for update first
+// (lockPair); the second, whose snapshot is taken once both are held,
+// reads the mutes and blocks and the open group. So of concurrent events
+// of one target one opens the group and the others join it, and a mute or
+// block of actorID either committed before the check or waits for this
+// transaction to end and then takes out what it recorded. (Likes and
+// follows hold that row lock already, from likablePost and lockPair.)
 func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind string, target, actorID int64, action string, now time.Time) error {
 	if db.Notify.Off || userID == actorID || userID <= 0 {
 		return nil
 	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), (SELECT 1 FROM users WHERE id = $2 FOR SHARE)`, notifyLockKey(userID, kind, target), userID); err != nil {
+		return err
+	}
 	open := ms(now) - db.Notify.GroupWindow().Milliseconds()
-	// The advisory lock of the target, with the mute and block check, then
-	// the open group read by a statement whose snapshot is taken once the
-	// lock is held: of concurrent events of one target, one opens the
-	// group and the others join it.
 	var quiet bool
+	var gid, first *int64
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $2)
-		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
-		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1)
-		FROM (SELECT pg_advisory_xact_lock($3)) lock`, userID, actorID, notifyLockKey(userID, kind, target)).Scan(&quiet); err != nil || quiet {
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1), g.id, g.first_at
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $3 AND target_id = $4
+			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true`, userID, actorID, kind, target).Scan(&quiet, &gid, &first); err != nil || quiet {
 		return err
 	}
-	var gid, first int64
-	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
-	if err != nil || first <= open {
+	if gid == nil || *first <= open {
+		gid = new(int64)
 		if err := tx.QueryRow(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
-			VALUES ($1, $2, $3, $4, $5, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
+			VALUES ($1, $2, $3, $4, $5, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(gid); err != nil {
 			return err
 		}
 		if err := db.notifyTrim(ctx, tx, userID, now); err != nil {
 			return err
 		}
 	}
+	var err error
 	if actorID == 0 {
-		_, err = tx.Exec(ctx, `UPDATE notify_groups SET count = 1, action = $1, latest_at = GREATEST(latest_at, $2) WHERE id = $3`, action, ms(now), gid)
+		_, err = tx.Exec(ctx, `UPDATE notify_groups SET count = 1, action = $1, latest_at = GREATEST(latest_at, $2) WHERE id = $3`, action, ms(now), *gid)
 	} else {
 		// The actor's row and the count in one statement.
 		_, err = tx.Exec(ctx, `WITH added AS (INSERT INTO notify_actors (group_id, actor_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1)
-			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $3) WHERE id = $1`, gid, actorID, ms(now))
+			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $3) WHERE id = $1`, *gid, actorID, ms(now))
 	}
 	if err != nil {
 		return err
 	}
-	db.notice(tx, userID, gid)
+	db.notice(tx, userID, *gid)
 	return nil
 }
 

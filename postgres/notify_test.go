@@ -20,3 +20,9 @@ func openNotify(t *testing.T, s feed.NotifySettings) *feedtest.NotifyBackend {
 func TestNotifications(t *testing.T) { feedtest.TestNotifications(t, openNotify) }
 
 func TestNotifyConcurrentLikes(t *testing.T) { feedtest.TestNotifyConcurrentLikes(t, openNotify, 1000) }
+
+func TestNotifyMuteRace(t *testing.T) {
+	for range 5 {
+		feedtest.TestNotifyMuteRace(t, openNotify, 100)
+	}
+}
