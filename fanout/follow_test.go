@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
-	"github.com/feedd/feedd/internal/testenv"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
@@ -127,13 +125,7 @@ func (s *interleavedFollows) IsFollowing(ctx context.Context, followerID, follow
 // a follow's job whose second check saw an unfollow and that removed after
 // a re-follow's job had copied. On SQL inboxes and on Redis.
 func TestFollowJobsInterleaved(t *testing.T) {
-	url, prefix := testenv.RedisURL(t)
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb, prefix := redisClient(t)
 	for _, inbox := range []string{"sql", "redis"} {
 		for _, c := range []struct {
 			name   string

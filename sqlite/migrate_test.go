@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -191,5 +193,59 @@ func TestSQLite3ShellWrites(t *testing.T) {
 				t.Fatalf("inbox page after the shell's writes = %v, %v; want post 1 at 5", page, err)
 			}
 		})
+	}
+}
+
+// A feedd.db with notifications, made before 012_notify_group_ids.sql,
+// keeps its groups and actors through the upgrade (the foreign key of the
+// actors follows the new table: deleting a group deletes its actors), and
+// the id of the group with the highest id, once removed, is not given to
+// the next group.
+func TestMigrateNotifyGroupIDs(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	all, err := filepath.Glob("migrations/0*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range all {
+		if f < "migrations/012" && f != "migrations/008_rank_profile.sql" {
+			files = append(files, f)
+		}
+	}
+	dbOf(t, filepath.Join(dir, "feedd.db"), files,
+		`INSERT INTO feedd_migrations (name) VALUES ('migrations/008_rank_profile.sql')`,
+		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000000', 'a', 1), ('13800000001', 'b', 1), ('13800000002', 'c', 1)`,
+		`INSERT INTO notify_groups (id, user_id, kind, target_id, first_at, latest_at, count) VALUES
+			(1, 1, 'follow', 0, 10, 20, 2), (2, 2, 'follow', 0, 10, 30, 1), (3, 3, 'follow', 0, 10, 40, 1)`,
+		`INSERT INTO notify_actors (group_id, actor_id, at) VALUES (1, 2, 10), (1, 3, 20), (2, 1, 30), (3, 1, 40)`)
+	main, _ := openPair(t, dir)
+	var groups, actors int
+	if err := main.Read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM notify_groups), (SELECT count(*) FROM notify_actors)`).Scan(&groups, &actors); err != nil {
+		t.Fatal(err)
+	}
+	if groups != 3 || actors != 4 {
+		t.Fatalf("after the upgrade: %d groups, %d actors; want 3, 4", groups, actors)
+	}
+	now := time.UnixMilli(50)
+	g, err := main.NotifyGroup(ctx, 1, 1, now)
+	if err != nil || g.Count != 2 || !slices.Equal(g.ActorIDs, []int64{3, 2}) {
+		t.Fatalf("group 1 after the upgrade = %+v, %v; want 2 actors, [3 2]", g, err)
+	}
+	if _, err := main.Write.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if err := main.Read.QueryRowContext(ctx, `SELECT count(*) FROM notify_actors`).Scan(&actors); err != nil || actors != 3 {
+		t.Fatalf("actors after deleting a group: %d, %v; want 3 (its row deleted with it)", actors, err)
+	}
+	main.Notify = feed.NotifySettings{}
+	main.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
+	if err := main.SetFollow(ctx, 2, 3, true, now); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := main.Read.QueryRowContext(ctx, `SELECT max(id) FROM notify_groups`).Scan(&id); err != nil || id != 4 {
+		t.Fatalf("the next group's id = %d, %v; want 4 (3 was removed, never given again)", id, err)
 	}
 }
