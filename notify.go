@@ -20,6 +20,16 @@ import (
 // the exact count of its distinct actors (a row per actor, so a like costs
 // the same whatever the group's size), and its three newest actors are
 // read by index.
+//
+// Every kind is recorded through one path in each store (notifyAdd), which
+// applies the rules of NotifySettings.Step: in particular, the same actor
+// doing the same to the same target again within RenotifyAfter (a like
+// taken back and given again, an unfollow and a follow) counts once,
+// makes nothing unread and sends no notice, and does not reopen a group
+// the user dismissed. A retraction (unlike, unfollow, a block or a mute)
+// marks the actor's row retracted and a dismissal marks the group
+// dismissed, rather than deleting them, so that the next event finds what
+// the user was told; neither shows.
 
 // Kinds of notification groups.
 const (
@@ -40,6 +50,11 @@ const (
 const (
 	DefaultNotifyWindow    = 24 * time.Hour
 	DefaultNotifyRetention = 90 * 24 * time.Hour
+	// DefaultRenotifyAfter is how long an actor's event on a target
+	// counts once: the same actor doing the same to the same target again
+	// within it (a like taken back and given again, an unfollow and a
+	// follow) tells the user nothing new.
+	DefaultRenotifyAfter = 24 * time.Hour
 	// DefaultNotifyKeep is how many groups a user keeps; the oldest go
 	// when a new one is made.
 	DefaultNotifyKeep = 1000
@@ -54,6 +69,10 @@ type NotifySettings struct {
 	Window    time.Duration // a group's span from its first event; DefaultNotifyWindow if zero
 	Retention time.Duration // groups whose latest event is older go; DefaultNotifyRetention if zero
 	Keep      int           // groups kept per user; DefaultNotifyKeep if zero
+	// Renotify is how long an actor's event on a target counts once
+	// (DefaultRenotifyAfter if zero): see notifyAdd in the stores and
+	// docs/API.md, "Notifications".
+	Renotify time.Duration
 }
 
 // GroupWindow is s.Window or its default.
@@ -62,6 +81,11 @@ func (s NotifySettings) GroupWindow() time.Duration { return orDefault(s.Window,
 // RetentionPeriod is s.Retention or its default.
 func (s NotifySettings) RetentionPeriod() time.Duration {
 	return orDefault(s.Retention, DefaultNotifyRetention)
+}
+
+// RenotifyAfter is s.Renotify or its default.
+func (s NotifySettings) RenotifyAfter() time.Duration {
+	return orDefault(s.Renotify, DefaultRenotifyAfter)
 }
 
 // KeepGroups is s.Keep or its default.
@@ -74,8 +98,8 @@ func (s NotifySettings) KeepGroups() int {
 
 // Validate refuses settings feedd cannot run with.
 func (s NotifySettings) Validate() error {
-	if s.Window < 0 || s.Retention < 0 || s.Keep < 0 {
-		return Errorf(EINVALID, "notification window, retention and groups kept must not be negative")
+	if s.Window < 0 || s.Retention < 0 || s.Keep < 0 || s.Renotify < 0 {
+		return Errorf(EINVALID, "notification window, retention, groups kept and renotify window must not be negative")
 	}
 	return nil
 }
@@ -85,6 +109,63 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// NotifyFound is what a store reads, in an event's transaction, before it
+// records actor A's event of a kind on a target for user U.
+type NotifyFound struct {
+	// Newest is the target's newest group of U that is not dismissed (0:
+	// none); NewestFirst the time of its first event.
+	Newest      int64
+	NewestFirst time.Time
+	// InNewest: A has a row in Newest; InNewestRetracted: that row is
+	// retracted.
+	InNewest, InNewestRetracted bool
+	// Told is the group of A's newest row on the target whose time is
+	// within RenotifyAfter (0: none, or no actor: moderation); ToldRetracted:
+	// that row is retracted; ToldDismissed: that group is dismissed.
+	Told                         int64
+	ToldRetracted, ToldDismissed bool
+}
+
+// NotifyStep is what a store writes for an event (NotifySettings.Step).
+type NotifyStep struct {
+	// Skip: a repeat within the renotify window with nothing to show
+	// again; nothing is written and no notice sent.
+	Skip bool
+	// Restore: a repeat whose row was retracted in a group that is not
+	// dismissed: the row is shown again in Group (its time kept) and the
+	// count moves by one; the group's LatestAt stays and no notice is sent.
+	Restore bool
+	// Group is the group the event joins; 0: a new one opens.
+	Group int64
+	// Added: the actor's row is new or was retracted, so the count moves
+	// by one (otherwise the actor, already shown, is told again: a repeat
+	// after the renotify window).
+	Added bool
+}
+
+// Step decides what an event writes from what the store found at now.
+func (s NotifySettings) Step(f NotifyFound, now time.Time) NotifyStep {
+	if f.Told != 0 {
+		if f.ToldRetracted && !f.ToldDismissed {
+			return NotifyStep{Restore: true, Group: f.Told, Added: true}
+		}
+		return NotifyStep{Skip: true}
+	}
+	if f.Newest == 0 || now.Sub(f.NewestFirst) >= s.GroupWindow() {
+		return NotifyStep{Added: true}
+	}
+	return NotifyStep{Group: f.Newest, Added: !f.InNewest || f.InNewestRetracted}
+}
+
+// TellCutoffs are the bounds, at now, of the rows a store reads into
+// NotifyFound.Told: rows whose time is after told, in groups whose first
+// event is after groups (a row joins its group within GroupWindow of the
+// group's first event).
+func (s NotifySettings) TellCutoffs(now time.Time) (told, groups time.Time) {
+	told = now.Add(-s.RenotifyAfter())
+	return told, told.Add(-s.GroupWindow())
 }
 
 // NotifyGroup is one group of a user's notifications, as the store keeps it.

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"math"
 
 	"github.com/riverqueue/river"
@@ -37,39 +38,63 @@ func (w *followWorker) work(ctx context.Context, a FollowArgs) error {
 	if err != nil {
 		return err
 	}
-	// Jobs of one pair may run out of order (follow, unfollow, follow in
-	// quick succession): an unfollow acts only if the follow is still gone;
-	// a follow copies only if it still stands, and otherwise removes, as
-	// its unfollow's job did: that job may have run while this one's
-	// earlier attempt was between its check and its copy.
+	// Jobs of one pair may run out of order and overlap (follow, unfollow,
+	// follow in quick succession). An unfollow's job acts only if the
+	// follow is still gone (else the re-follow's job copies). Then the
+	// job brings the inbox in line with the follow as it stands (copies
+	// while it stands, removes while it is gone) and looks again after
+	// acting: a change committed meanwhile may have had its job run
+	// between this job's check and its write, and been undone by it (a
+	// re-follow's copy removed, an unfollow's removal copied back), so the
+	// job acts again for the new state.
 	following, err := d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID)
 	if err != nil || (!a.Follow && following) {
 		return err
 	}
-	if following {
-		if mode == feed.PullMode {
-			return nil // merged at read time; nothing to copy
+	for range followPasses {
+		if following {
+			err = copyFollowee(ctx, d, a.FollowerID, a.FolloweeID, mode)
+		} else {
+			err = removeFollowee(ctx, d, a.FollowerID, a.FolloweeID)
 		}
-		es, err := d.Outbox.Entries(ctx, []int64{a.FolloweeID}, feed.AtMost(math.MaxInt64), d.backfill())
 		if err != nil {
-			return storeErr(err)
-		}
-		// The mode is read again after the outbox: a post job settles its
-		// author's mode before it writes the outbox, so a post seen above
-		// whose author has meanwhile entered pull mode is not copied.
-		if mode, err = d.mode(ctx, a.FolloweeID); err != nil || mode == feed.PullMode {
 			return err
 		}
-		if err := d.Inbox.Add(ctx, a.FollowerID, es); err != nil {
-			return storeErr(err)
-		}
-		// An unfollow committed since the check above has its own job,
-		// which may have removed the posts before the copy: look again.
-		if following, err = d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID); err != nil || following {
+		now, err := d.Follows.IsFollowing(ctx, a.FollowerID, a.FolloweeID)
+		if err != nil || now == following {
 			return err
 		}
+		following = now
 	}
-	return removeFollowee(ctx, d, a.FollowerID, a.FolloweeID)
+	// Still changing after every pass: River runs the job again later.
+	return errFollowChurn
+}
+
+// followPasses bounds a follow job's passes (copy or remove, then look
+// again); each pass beyond the first means the follow changed during the
+// previous one.
+const followPasses = 4
+
+var errFollowChurn = errors.New("the follow kept changing during the job; it runs again")
+
+// copyFollowee copies followeeID's recent posts into followerID's inbox
+// (the backfill of a follow), unless the followee is in pull mode (merged
+// at read time).
+func copyFollowee(ctx context.Context, d *Deps, followerID, followeeID int64, mode feed.Mode) error {
+	if mode == feed.PullMode {
+		return nil
+	}
+	es, err := d.Outbox.Entries(ctx, []int64{followeeID}, feed.AtMost(math.MaxInt64), d.backfill())
+	if err != nil {
+		return storeErr(err)
+	}
+	// The mode is read again after the outbox: a post job settles its
+	// author's mode before it writes the outbox, so a post seen above
+	// whose author has meanwhile entered pull mode is not copied.
+	if mode, err = d.mode(ctx, followeeID); err != nil || mode == feed.PullMode {
+		return err
+	}
+	return storeErr(d.Inbox.Add(ctx, followerID, es))
 }
 
 // entriesRemover is an Inbox that removes many entries from one user's

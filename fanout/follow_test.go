@@ -2,6 +2,9 @@ package fanout_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/fanout"
+	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
 
@@ -94,5 +98,127 @@ func TestFollowJobAfterUnfollow(t *testing.T) {
 				t.Fatalf("after the late follow job, the ex-follower's inbox holds the followee's posts (%d, %d inboxes)", n1, n2)
 			}
 		})
+	}
+}
+
+// interleavedFollows runs between[n] right after the IsFollowing call
+// numbered n (from 1) has read the store: changes of the follow (and their
+// jobs) made while the job that read waits.
+type interleavedFollows struct {
+	feed.FollowStore
+	between map[int64]func()
+	calls   atomic.Int64
+}
+
+func (s *interleavedFollows) IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error) {
+	ok, err := s.FollowStore.IsFollowing(ctx, followerID, followeeID)
+	if fn := s.between[s.calls.Add(1)]; fn != nil {
+		fn()
+	}
+	return ok, err
+}
+
+// TestFollowJobsInterleaved: a follow's job that runs between another
+// job's check and its change to the inbox keeps its effect. An unfollow's
+// job that checked before a re-follow committed, and removed after the
+// re-follow's job had copied the followee's posts, puts them back; so does
+// a follow's job whose second check saw an unfollow and that removed after
+// a re-follow's job had copied. On SQL inboxes and on Redis.
+func TestFollowJobsInterleaved(t *testing.T) {
+	rdb, prefix := redisClient(t)
+	for _, inbox := range []string{"sql", "redis"} {
+		for _, c := range []struct {
+			name   string
+			follow bool // the late job is a follow's (else an unfollow's)
+		}{{"unfollow job, re-follow before its removal", false}, {"follow job, unfollow and re-follow before its removal", true}} {
+			t.Run(inbox+"/"+c.name, func(t *testing.T) {
+				ctx := context.Background()
+				w := newWorld(t, 1)
+				f := w.users[0]
+				var ib feed.Inbox = w.inbox
+				if inbox == "redis" {
+					ib = redis.NewInbox(rdb, redis.InboxOptions{Prefix: fmt.Sprintf("%sinterleaved:%d:", prefix, time.Now().UnixNano())})
+				}
+				p1, p2 := w.publish(t), w.publish(t)
+				// A built inbox: the follow's backfill, long done, and a
+				// post of someone else (so that no removal empties it).
+				es := []feed.Entry{{PostID: p1.ID, Score: p1.Score()}, {PostID: p2.ID, Score: p2.Score()}, {PostID: p2.ID + 1000, Score: p2.Score() + 1}}
+				if err := ib.Restore(ctx, f, es); err != nil {
+					t.Fatal(err)
+				}
+				follows := &interleavedFollows{FollowStore: w.db}
+				q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 2, PollInterval: 20 * time.Millisecond},
+					&fanout.Deps{Follows: follows, Users: w.db, Social: w.db, Outbox: &sqlite.Outbox{DB: w.db}, Inbox: ib, BatchSize: 50, SplitSize: 300})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var drop atomic.Bool // the jobs of follow changes are dropped (run late, below) or enqueued
+				drop.Store(true)
+				w.db.Enqueue = func(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
+					if drop.Load() {
+						return nil
+					}
+					return q.EnqueueTx(ctx, tx, jobs...)
+				}
+				if err := q.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				defer q.Stop(ctx)
+				setFollow := func(on bool) {
+					if err := w.db.SetFollow(ctx, f, w.author, on, time.Now()); err != nil {
+						t.Error(err)
+					}
+				}
+				refollow := func() { // and its job, run to the end
+					done := w.jobsIn(t, "feed_follow", "completed")
+					drop.Store(false)
+					setFollow(true)
+					deadline := time.Now().Add(30 * time.Second)
+					for w.jobsIn(t, "feed_follow", "completed") < done+1 {
+						if time.Now().After(deadline) {
+							t.Error("the re-follow's job did not complete")
+							return
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+				// The late job's own change commits now, its job runs below.
+				setFollow(false)
+				if c.follow {
+					setFollow(true)
+					// It copies, sees an unfollow at its second check, and
+					// removes after a re-follow's job has copied.
+					follows.between = map[int64]func(){1: func() { setFollow(false) }, 2: refollow}
+				} else {
+					// It sees the unfollow, and removes after a re-follow's
+					// job has copied.
+					follows.between = map[int64]func(){1: refollow}
+				}
+				tx, err := w.db.Write.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.EnqueueTx(ctx, tx, feed.FollowJob{FollowerID: f, FolloweeID: w.author, Follow: c.follow}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				w.waitIdle(t)
+				if n := int64(len(follows.between)); follows.calls.Load() <= n {
+					t.Fatalf("IsFollowing called %d times; the interleaving did not run", follows.calls.Load())
+				}
+				if ok, err := w.db.IsFollowing(ctx, f, w.author); err != nil || !ok {
+					t.Fatalf("IsFollowing = %v, %v; the user follows again", ok, err)
+				}
+				got, err := ib.Page(ctx, f, feed.AtMost(math.MaxInt64), 0, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 3 {
+					t.Fatalf("the follower's inbox holds %v; want the followee's 2 posts (they follow again) and the other one", got)
+				}
+			})
+		}
 	}
 }

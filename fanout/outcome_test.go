@@ -158,13 +158,7 @@ func TestFanoutRetryInsertsBatchesOnce(t *testing.T) {
 // the post id, rather than being snoozed for ever. The bad inbox is in the
 // post job's own range, then in a batch job's.
 func TestFanoutRefusedInboxDoesNotStall(t *testing.T) {
-	url, prefix := testenv.RedisURL(t)
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb, prefix := redisClient(t)
 	w := newWorld(t, 1000)
 	for _, c := range []struct {
 		name string
@@ -233,4 +227,17 @@ func TestFanoutRefusedInboxDoesNotStall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// redisClient is a client of the test Redis, closed when t ends, and the
+// key prefix of t.
+func redisClient(t *testing.T) (*goredis.Client, string) {
+	url, prefix := testenv.RedisURL(t)
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, prefix
 }

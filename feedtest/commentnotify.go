@@ -14,8 +14,9 @@ import (
 // DeleteComment in their transactions): grouping per post and per answered
 // comment, nobody told of their own comment, a reply to the post's author
 // told once, retractions on delete (only when the actor has no other
-// comment there), blocks and mutes, and the removal of a deleted post's
-// groups. open must return an empty backend recording with s.
+// comment there), blocks and mutes, the removal of a deleted post's
+// groups, and churn: deleting and commenting again within the renotify
+// window is told once (the rule of likes and follows). open must return an empty backend recording with s.
 func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend) {
 	b := open(t, feed.NotifySettings{})
 	w := newNotifyWorld(t, b)
@@ -32,6 +33,7 @@ func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.Notif
 	}
 	b.Notices()
 	c1 := comment(bo, 0, "b's first")
+	var c *feed.CommentView
 	if ns := b.Notices(); len(ns) != 1 || ns[0].UserID != a {
 		t.Fatalf("notices after a comment: %+v, want one for the post's author %d", ns, a)
 	}
@@ -90,6 +92,31 @@ func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.Notif
 	if gs := w.page(bo); len(gs) != 0 {
 		t.Fatalf("b's reply groups after the post's delete: %q", describe(gs))
 	}
+
+	// Churn: b comments on a's new post and e replies to a's comment there,
+	// then each deletes and writes again, a marking read before each round:
+	// a is told of each once.
+	p = w.publish(a, "churned")
+	thread := comment(a, 0, "a's thread")
+	b.Notices()
+	c, r = comment(bo, 0, "b's"), comment(ed, thread.ID, "e's")
+	if ns := b.Notices(); len(ns) != 2 {
+		t.Fatalf("notices of the first comment and reply: %+v, want 2", ns)
+	}
+	for i := range 20 {
+		must(t, w.s.MarkNotificationsRead(ctx, a, 0), "MarkNotificationsRead")
+		must(t, w.s.DeleteComment(ctx, bo, c.ID), "delete b's")
+		must(t, w.s.DeleteComment(ctx, ed, r.ID), "delete e's")
+		b.Notices() // the retractions'
+		c, r = comment(bo, 0, "b's again"), comment(ed, thread.ID, "e's again")
+		if ns := b.Notices(); len(ns) != 0 {
+			t.Fatalf("round %d: notices %+v of a comment and a reply written again, want none", i, ns)
+		}
+		if n := w.unread(a); n != 0 {
+			t.Fatalf("round %d: unread %d after a comment and a reply written again, want 0", i, n)
+		}
+	}
+	wantGroups(t, w.page(a), "reply:"+itoa(p)+":1:["+itoa(ed)+"]", "comment:"+itoa(p)+":1:["+itoa(bo)+"]")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -18,7 +18,9 @@ import (
 // kept. open must return an empty backend recording with s on every call.
 func TestNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend) {
 	t.Run("Grouping", func(t *testing.T) { testNotifyGrouping(t, open(t, feed.NotifySettings{})) })
-	t.Run("Window", func(t *testing.T) { testNotifyWindow(t, open(t, feed.NotifySettings{Window: time.Hour})) })
+	t.Run("Window", func(t *testing.T) {
+		testNotifyWindow(t, open(t, feed.NotifySettings{Window: time.Hour, Renotify: 30 * time.Minute}))
+	})
 	t.Run("Retractions", func(t *testing.T) { testNotifyRetractions(t, open(t, feed.NotifySettings{})) })
 	t.Run("BlocksAndMutes", func(t *testing.T) { testNotifyBlocks(t, open(t, feed.NotifySettings{})) })
 	t.Run("Moderation", func(t *testing.T) { testNotifyModeration(t, open(t, feed.NotifySettings{})) })
@@ -28,6 +30,8 @@ func TestNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettin
 		testNotifyRetention(t, open(t, feed.NotifySettings{Retention: time.Hour, Keep: 3}))
 	})
 	t.Run("Off", func(t *testing.T) { testNotifyOff(t, open(t, feed.NotifySettings{Off: true})) })
+	t.Run("Churn", func(t *testing.T) { testNotifyChurn(t, open(t, feed.NotifySettings{})) })
+	t.Run("KeysNotReused", func(t *testing.T) { testNotifyKeys(t, open(t, feed.NotifySettings{})) })
 }
 
 // notifyWorld is a service on a backend, with a clock the test moves.
@@ -54,6 +58,17 @@ func (w *notifyWorld) users(n int) []int64 {
 		ids[i] = newUser(w.t, w.b.Backend, i+1, time.UnixMilli(w.clock.Load())).ID
 	}
 	return ids
+}
+
+// crowd makes a user with a post titled title and n other users.
+func (w *notifyWorld) crowd(n int, title string) (author, post int64, others []int64) {
+	now := time.UnixMilli(w.clock.Load())
+	author = newUser(w.t, w.b.Backend, 1, now).ID
+	others = make([]int64, n)
+	for i := range others {
+		others[i] = newUser(w.t, w.b.Backend, 2+i, now).ID
+	}
+	return author, w.publish(author, title), others
 }
 
 func (w *notifyWorld) publish(author int64, title string) int64 {
@@ -188,7 +203,8 @@ func testNotifyWindow(t *testing.T, b *NotifyBackend) {
 	wantGroups(t, w.page(a),
 		fmt.Sprintf("like:%d:2:[%d %d]", p, u[4], u[3]),
 		fmt.Sprintf("like:%d:1:[%d]", p, u[2]))
-	// A like again joins the open group.
+	// A like again, past the renotify window (30 minutes), is news: it
+	// joins the open group.
 	w.like(u[1], p, true)
 	wantGroups(t, w.page(a),
 		fmt.Sprintf("like:%d:3:[%d %d %d]", p, u[1], u[4], u[3]),
@@ -221,9 +237,11 @@ func testNotifyRetractions(t *testing.T, b *NotifyBackend) {
 	if on, err := w.s.ToggleLike(t.Context(), cy, p); err != nil || !on {
 		t.Fatalf("ToggleLike = %v, %v; want on", on, err)
 	}
-	wantGroups(t, w.page(a), fmt.Sprintf("like:%d:1:[%d]", p, cy), fmt.Sprintf("follow:0:1:[%d]", di), fmt.Sprintf("like:%d:1:[%d]", q, bo))
+	// A like again within the renotify window is no news: cy is back in
+	// the group that told of the first, which does not move up.
+	wantGroups(t, w.page(a), fmt.Sprintf("follow:0:1:[%d]", di), fmt.Sprintf("like:%d:1:[%d]", q, bo), fmt.Sprintf("like:%d:1:[%d]", p, cy))
 	w.follow(di, a, false)
-	wantGroups(t, w.page(a), fmt.Sprintf("like:%d:1:[%d]", p, cy), fmt.Sprintf("like:%d:1:[%d]", q, bo))
+	wantGroups(t, w.page(a), fmt.Sprintf("like:%d:1:[%d]", q, bo), fmt.Sprintf("like:%d:1:[%d]", p, cy))
 	// A deleted post takes its groups with it.
 	must(t, w.s.DeletePost(t.Context(), a, p), "DeletePost")
 	b.Jobs()
@@ -430,6 +448,50 @@ func testNotifyOff(t *testing.T, b *NotifyBackend) {
 	}
 }
 
+// TestNotifyMuteRace mutes n users each at the same time as they like the
+// muter's post or follow the muter (goroutines released together) and
+// checks that no muted user is left in the muter's notifications: a mute
+// either commits first (the like or follow then records nothing) or
+// removes what the like or follow recorded. open must return an empty
+// backend.
+func TestNotifyMuteRace(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend, n int) {
+	b := open(t, feed.NotifySettings{})
+	w := newNotifyWorld(t, b)
+	ctx := t.Context()
+	muter, p, actors := w.crowd(n, "muted")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, id := range actors {
+		wg.Go(func() {
+			<-start
+			var err error
+			if i%2 == 0 {
+				err = w.s.SetLike(ctx, id, p, true)
+			} else {
+				err = w.s.Follow(ctx, id, muter, true)
+			}
+			if err != nil {
+				t.Errorf("like or follow: %v", err)
+			}
+		})
+		wg.Go(func() {
+			<-start
+			if err := w.s.Mute(ctx, muter, id, true); err != nil {
+				t.Errorf("Mute: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	b.Jobs()
+	if got := w.page(muter); len(got) != 0 {
+		t.Fatalf("after %d mutes racing their users' likes and follows, the muter has groups %q; want none", n, describe(got))
+	}
+	if u := w.unread(muter); u != 0 {
+		t.Fatalf("unread %d after muting every actor, want 0", u)
+	}
+}
+
 // TestNotifyConcurrentLikes likes one post by n distinct users at once
 // (n goroutines released together) and checks that the
 // author has one group counting every one of them, the post's like count
@@ -438,13 +500,7 @@ func TestNotifyConcurrentLikes(t *testing.T, open func(t *testing.T, s feed.Noti
 	b := open(t, feed.NotifySettings{})
 	w := newNotifyWorld(t, b)
 	ctx := t.Context()
-	now := time.UnixMilli(w.clock.Load())
-	author := newUser(t, b.Backend, 1, now).ID
-	likers := make([]int64, n)
-	for i := range likers {
-		likers[i] = newUser(t, b.Backend, 2+i, now).ID
-	}
-	p := w.publish(author, "popular")
+	author, p, likers := w.crowd(n, "popular")
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	start := make(chan struct{})
@@ -482,4 +538,133 @@ func TestNotifyConcurrentLikes(t *testing.T, open func(t *testing.T, s feed.Noti
 	if got := w.page(author); len(got) != 0 {
 		t.Fatalf("groups after every unlike: %q; want none", describe(got))
 	}
+}
+
+// testNotifyChurn: one user taking back a like and liking again 40 times,
+// then following and unfollowing 25 times, with the victim marking read
+// or dismissing in between, is told once of each (docs/API.md,
+// "Notifications": an actor's repeat within the renotify window counts
+// once, makes nothing unread, sends no notice and reopens no dismissed
+// group); others' events are told as before, and after the window the
+// same actor is told again.
+func testNotifyChurn(t *testing.T, b *NotifyBackend) {
+	w := newNotifyWorld(t, b)
+	u := w.users(3)
+	a, bo, cy := u[0], u[1], u[2]
+	ctx := t.Context()
+	p := w.publish(a, "churned")
+	b.Notices()
+	told := func(step string, want int) {
+		t.Helper()
+		if ns := b.Notices(); len(ns) != want {
+			t.Fatalf("%s: notices %+v, want %d", step, ns, want)
+		}
+	}
+	// churn takes back and gives again an event of bo's (set) rounds
+	// times, a marking everything read before each, and dismissing g, the
+	// group that told of it, half way; a's other groups are rest.
+	churn := func(what string, rounds int, set func(on bool), g feed.NotifyView, rest ...string) {
+		t.Helper()
+		for i := range rounds {
+			if i == rounds/2 {
+				must(t, w.s.DismissNotification(ctx, a, g.ID), "Dismiss")
+			} else {
+				must(t, w.s.MarkNotificationsRead(ctx, a, 0), "MarkNotificationsRead")
+			}
+			set(false)
+			b.Notices() // the retraction's (the group changed or went)
+			set(true)
+			told(fmt.Sprintf("%s %d again", what, i+2), 0)
+			if n := w.unread(a); n != 0 {
+				t.Fatalf("%s %d again: unread %d, want 0", what, i+2, n)
+			}
+			got := w.page(a)
+			if i >= rounds/2 {
+				wantGroups(t, got, rest...) // dismissed, not reopened
+				continue
+			}
+			wantGroups(t, got, append(describe([]feed.NotifyView{g}), rest...)...)
+			if got[0].ID != g.ID || !got[0].LatestAt.Equal(g.LatestAt) || got[0].Unread {
+				t.Fatalf("%s %d again: group %d at %v unread %v; want group %d unmoved at %v, read",
+					what, i+2, got[0].ID, got[0].LatestAt, got[0].Unread, g.ID, g.LatestAt)
+			}
+		}
+	}
+	w.like(bo, p, true)
+	told("the first like", 1)
+	first := w.page(a)
+	wantGroups(t, first, fmt.Sprintf("like:%d:1:[%d]", p, bo))
+	churn("like", 40, func(on bool) { w.like(bo, p, on) }, first[0])
+	// Someone else's like is news: a new group (the dismissed one stays
+	// gone), which the churning actor does not join.
+	w.like(cy, p, true)
+	told("another user's like", 1)
+	w.like(bo, p, false)
+	w.like(bo, p, true)
+	b.Notices()
+	liked := fmt.Sprintf("like:%d:1:[%d]", p, cy)
+	wantGroups(t, w.page(a), liked)
+	if n := w.unread(a); n != 1 {
+		t.Fatalf("unread after another user's like = %d, want 1", n)
+	}
+	must(t, w.s.MarkNotificationsRead(ctx, a, 0), "MarkNotificationsRead")
+
+	w.follow(bo, a, true)
+	told("the first follow", 1)
+	follows := w.page(a)
+	wantGroups(t, follows, fmt.Sprintf("follow:0:1:[%d]", bo), liked)
+	churn("follow", 25, func(on bool) { w.follow(bo, a, on) }, follows[0], liked)
+
+	// After the renotify window the same actor is told again.
+	w.tick(feed.DefaultRenotifyAfter)
+	w.like(bo, p, false)
+	b.Notices()
+	w.like(bo, p, true)
+	told("a like after the window", 1)
+	if n := w.unread(a); n != 1 {
+		t.Fatalf("unread after a like past the window = %d, want 1", n)
+	}
+}
+
+// testNotifyKeys: a group's id (and so its key) is never given to another
+// group, of the same user or another, after the group was dismissed or
+// emptied.
+func testNotifyKeys(t *testing.T, b *NotifyBackend) {
+	w := newNotifyWorld(t, b)
+	u := w.users(3)
+	a, bo, cy := u[0], u[1], u[2]
+	ctx := t.Context()
+	p := w.publish(a, "a's")
+	q := w.publish(bo, "bo's")
+	seen := map[int64]string{}
+	newest := func(user int64, what string) int64 {
+		t.Helper()
+		gs := w.page(user)
+		if len(gs) == 0 {
+			t.Fatalf("%s: no group", what)
+		}
+		id := gs[0].ID
+		if was, ok := seen[id]; ok {
+			t.Fatalf("%s has id %d (key %s), the id of %s", what, id, feed.NotifyKey(id), was)
+		}
+		seen[id] = what
+		return id
+	}
+	w.like(cy, p, true)
+	g := newest(a, "a's group of cy's like")
+	must(t, w.s.DismissNotification(ctx, a, g), "Dismiss")
+	w.like(cy, q, true)
+	newest(bo, "bo's group of cy's like")
+	w.like(bo, p, true)
+	newest(a, "a's group of bo's like")
+	w.like(bo, p, false) // emptied
+	w.follow(a, bo, true)
+	newest(bo, "bo's group of a's follow")
+	r := w.publish(a, "deleted")
+	w.like(cy, r, true)
+	newest(a, "a's group of cy's like of a post then deleted")
+	must(t, w.s.DeletePost(ctx, a, r), "DeletePost") // its group goes
+	b.Jobs()
+	w.like(cy, w.publish(bo, "bo's second"), true)
+	newest(bo, "bo's group of cy's like of another post")
 }

@@ -16,11 +16,13 @@ var _ feed.NotifyStore = (*DB)(nil)
 // Notifications are written in the transactions of the actions they tell
 // of (SetLike, ToggleLike, SetFollow, SetBlock, SetMute, SetHidden,
 // DeletePost), by the hooks below: a committed like has its notification
-// and a rolled-back one has none. An event that finds its target's open
-// group extends it in one statement (the count moves by an UPDATE under the
-// group row's lock); one that finds none takes a transaction-level advisory
-// lock of (user, kind, target) and looks again, so concurrent events open
-// one group, never two.
+// and a rolled-back one has none. Every event takes one path (notifyAdd):
+// a transaction-level advisory lock of (user, kind, target) and a share
+// lock of the user's row, then what the user was told is read by a
+// statement whose snapshot is taken under them, so that concurrent events
+// of one target open one group, never two, each sees the ones before it,
+// and a concurrent mute or block of the actor is ordered with the event.
+// A dismissal takes the same advisory lock.
 
 // trimBatch bounds the groups one new group's write removes as past the
 // retention or beyond the groups kept.
@@ -84,57 +86,62 @@ func (db *DB) notifyModeration(ctx context.Context, tx pgx.Tx, postID int64, hid
 	return db.notifyAdd(ctx, tx, author, feed.NotifyModeration, postID, 0, action, now)
 }
 
-// notifyAdd records actorID's event of kind on target for userID: it joins
-// the open group of (userID, kind, target) or opens one. A moderation
-// event (actorID 0) sets the group's action. Nothing is recorded of one's
-// own actions, nor of a user userID mutes or blocks or who blocks userID.
+// notifyAdd records actorID's event of kind on target for userID, as
+// feed.NotifySettings.Step decides from what the user was told: the path
+// of every kind, so that each gets the same rules. A moderation event
+// (actorID 0) sets the group's action. Nothing is recorded of one's own
+// actions, nor of a user userID mutes or blocks or who blocks userID.
+//
+// Its first statement takes the target's advisory lock and a share lock of
+// userID's row, which SetMute and SetBlock lock for update first
+// (lockPair): a mute or block of actorID either committed before the
+// second statement (whose snapshot is taken once both locks are held)
+// reads the mutes and blocks, or waits for this transaction to end and
+// then takes out what it recorded. (Likes and follows hold that lock
+// already, from likablePost and lockPair.)
 func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind string, target, actorID int64, action string, now time.Time) error {
 	if db.Notify.Off || userID == actorID || userID <= 0 {
 		return nil
 	}
-	open := ms(now) - db.Notify.GroupWindow().Milliseconds()
-	var gid int64
-	if actorID != 0 {
-		// The common case, one statement and no lock: the target has an
-		// open group (its newest, if the first event is within the window)
-		// and the actor is neither muted nor blocked; the group gains the
-		// actor's row and, if the row is new, one in its count (the row
-		// lock of the UPDATE orders concurrent likes of one post).
-		err := tx.QueryRow(ctx, `WITH g AS (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-				ORDER BY first_at DESC, id DESC LIMIT 1),
-			o AS (SELECT id FROM g WHERE first_at > $6
-				AND NOT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $4)
-				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $4)
-				AND NOT EXISTS (SELECT 1 FROM blocks WHERE user_id = $4 AND blocked_id = $1)),
-			added AS (INSERT INTO notify_actors (group_id, actor_id, at) SELECT id, $4, $5 FROM o ON CONFLICT DO NOTHING RETURNING 1)
-			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $5)
-			WHERE id = (SELECT id FROM o) RETURNING id`, userID, kind, target, actorID, ms(now), open).Scan(&gid)
-		if err == nil {
-			db.notice(tx, userID, gid)
-			return nil
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), (SELECT 1 FROM users WHERE id = $2 FOR SHARE)`, notifyLockKey(userID, kind, target), userID); err != nil {
+		return err
 	}
-	// Otherwise (no open group, a muted or blocked actor, moderation): the
-	// advisory lock of the target, with the mute and block check, then the
-	// open group read again by a statement whose snapshot is taken once
-	// the lock is held, so that of concurrent events without an open group
-	// one opens it and the others join it.
+	// Whether the actor is muted or blocked (actor 0, moderation, never
+	// is); the target's newest group not dismissed, and the actor's row in
+	// it; the actor's newest row on the target within the renotify window
+	// (feed.NotifyFound).
+	told, groups := db.Notify.TellCutoffs(now)
 	var quiet bool
+	var newest, first, toldGroup *int64
+	var inNewest, toldRetracted, toldDismissed *bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = $1 AND muted_id = $2)
-		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
-		OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1)
-		FROM (SELECT pg_advisory_xact_lock($3)) lock`, userID, actorID, notifyLockKey(userID, kind, target)).Scan(&quiet); err != nil || quiet {
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2)
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = $1),
+			g.id, g.first_at, o.retracted, r.group_id, r.retracted, r.dismissed
+		FROM (SELECT 1) one
+		LEFT JOIN LATERAL (SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $3 AND target_id = $4 AND NOT dismissed
+			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true
+		LEFT JOIN notify_actors o ON o.group_id = g.id AND o.actor_id = $2
+		LEFT JOIN LATERAL (SELECT a.group_id, a.retracted, x.dismissed FROM notify_groups x JOIN notify_actors a ON a.group_id = x.id AND a.actor_id = $2
+			WHERE x.user_id = $1 AND x.kind = $3 AND x.target_id = $4 AND x.first_at > $5 AND a.at > $6
+			ORDER BY a.at DESC LIMIT 1) r ON true`,
+		userID, actorID, kind, target, ms(groups), ms(told)).Scan(&quiet, &newest, &first, &inNewest, &toldGroup, &toldRetracted, &toldDismissed); err != nil || quiet {
 		return err
 	}
-	var first int64
-	err := tx.QueryRow(ctx, `SELECT id, first_at FROM notify_groups WHERE user_id = $1 AND kind = $2 AND target_id = $3
-		ORDER BY first_at DESC, id DESC LIMIT 1`, userID, kind, target).Scan(&gid, &first)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	step := db.Notify.Step(feed.NotifyFound{
+		Newest: deref(newest), NewestFirst: time.UnixMilli(deref(first)), InNewest: inNewest != nil, InNewestRetracted: deref(inNewest),
+		Told: deref(toldGroup), ToldRetracted: deref(toldRetracted), ToldDismissed: deref(toldDismissed),
+	}, now)
+	switch {
+	case step.Skip:
+		return nil
+	case step.Restore:
+		_, err := tx.Exec(ctx, `WITH a AS (UPDATE notify_actors SET retracted = false WHERE group_id = $1 AND actor_id = $2)
+			UPDATE notify_groups SET count = count + 1 WHERE id = $1`, step.Group, actorID)
 		return err
 	}
-	if err != nil || first <= open {
+	gid := step.Group
+	if gid == 0 {
 		if err := tx.QueryRow(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
 			VALUES ($1, $2, $3, $4, $5, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
 			return err
@@ -143,18 +150,33 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 			return err
 		}
 	}
+	var err error
 	if actorID == 0 {
 		_, err = tx.Exec(ctx, `UPDATE notify_groups SET count = 1, action = $1, latest_at = GREATEST(latest_at, $2) WHERE id = $3`, action, ms(now), gid)
 	} else {
+		added := 0
+		if step.Added {
+			added = 1
+		}
 		// The actor's row and the count in one statement.
-		_, err = tx.Exec(ctx, `WITH added AS (INSERT INTO notify_actors (group_id, actor_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1)
-			UPDATE notify_groups SET count = count + (SELECT count(*) FROM added), latest_at = GREATEST(latest_at, $3) WHERE id = $1`, gid, actorID, ms(now))
+		_, err = tx.Exec(ctx, `WITH a AS (INSERT INTO notify_actors (group_id, actor_id, at) VALUES ($1, $2, $3)
+				ON CONFLICT (group_id, actor_id) DO UPDATE SET at = excluded.at, retracted = false)
+			UPDATE notify_groups SET count = count + $4, latest_at = GREATEST(latest_at, $3) WHERE id = $1`, gid, actorID, ms(now), added)
 	}
 	if err != nil {
 		return err
 	}
 	db.notice(tx, userID, gid)
 	return nil
+}
+
+// deref is *p, or the zero value for nil (a NULL column).
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // notifyTrim removes a few of userID's groups past the retention at now
@@ -169,18 +191,19 @@ func (db *DB) notifyTrim(ctx context.Context, tx pgx.Tx, userID int64, now time.
 	return err
 }
 
-// notifyRetract takes actorID out of userID's group of kind on target that
-// holds it (an unlike, an unfollow).
+// notifyRetract takes actorID out of userID's groups of kind on target (an
+// unlike, an unfollow): the actor's rows are marked retracted, kept for
+// the renotify rule (notifyAdd).
 func (db *DB) notifyRetract(ctx context.Context, tx pgx.Tx, userID int64, kind string, target, actorID int64) error {
-	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = $1
+	return db.notifyDropActor(ctx, tx, userID, `UPDATE notify_actors SET retracted = true WHERE actor_id = $1 AND NOT retracted
 		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = $2 AND kind = $3 AND target_id = $4) RETURNING group_id`,
 		actorID, userID, kind, target)
 }
 
 // notifyForget takes actorID out of every group of userID (a block, both
-// ways; a mute).
+// ways; a mute), as notifyRetract does.
 func (db *DB) notifyForget(ctx context.Context, tx pgx.Tx, userID, actorID int64) error {
-	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = $1
+	return db.notifyDropActor(ctx, tx, userID, `UPDATE notify_actors SET retracted = true WHERE actor_id = $1 AND NOT retracted
 		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = $2) RETURNING group_id`, actorID, userID)
 }
 
@@ -193,23 +216,22 @@ func (db *DB) notifyBlock(ctx context.Context, tx pgx.Tx, userID, targetID int64
 	return db.notifyForget(ctx, tx, targetID, userID)
 }
 
-// notifyDropActor runs del, a DELETE of actor rows returning their group
-// ids, and moves those groups' counts; a group left with no actor is no
-// longer shown (count 0).
-func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID, actorID int64, del string, args ...any) error {
-	gids, err := scanIDs(tx.Query(ctx, del, args...))
+// notifyDropActor runs retract, an UPDATE marking actor rows retracted and
+// returning their group ids, and moves those groups' counts. A group left
+// with no actor is kept, with count 0, and not shown.
+func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID int64, retract string, args ...any) error {
+	gids, err := scanIDs(tx.Query(ctx, retract, args...))
 	if err != nil {
 		return err
 	}
 	for _, gid := range gids {
-		// A group left with no actor is not deleted but kept with count 0,
-		// which no read shows: a like that joins it concurrently (its
-		// statement saw the group) then finds the row its actor row
-		// refers to, and simply brings the group back with one actor.
-		if _, err := tx.Exec(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = $1`, gid); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = $1 AND NOT dismissed`, gid)
+		if err != nil {
 			return err
 		}
-		db.notice(tx, userID, gid)
+		if tag.RowsAffected() > 0 {
+			db.notice(tx, userID, gid)
+		}
 	}
 	return nil
 }
@@ -230,7 +252,7 @@ func (db *DB) notifyForgetPost(ctx context.Context, tx pgx.Tx, authorID, postID 
 // user), and its newest actors, newest first, from notify_actors_newest.
 const notifyCols = `g.id, g.kind, g.target_id, g.count, g.action, g.latest_at,
 	g.latest_at > coalesce((SELECT read_at FROM notify_read WHERE user_id = $1), 0),
-	ARRAY(SELECT a.actor_id FROM notify_actors a WHERE a.group_id = g.id
+	ARRAY(SELECT a.actor_id FROM notify_actors a WHERE a.group_id = g.id AND NOT a.retracted
 		ORDER BY a.at DESC, a.actor_id DESC LIMIT 3)`
 
 func scanNotifyGroups(rows pgx.Rows, err error) ([]feed.NotifyGroup, error) {
@@ -305,21 +327,31 @@ func (db *DB) MarkNotificationsRead(ctx context.Context, userID int64, upTo time
 	return err
 }
 
-// DismissNotification implements feed.NotifyStore.
+// DismissNotification implements feed.NotifyStore. The group is kept,
+// marked dismissed and emptied (not shown), with its actors' rows: an
+// actor's repeat within the renotify window does not reopen it (notifyAdd).
+// It takes the target's advisory lock first, as notifyAdd does, so an
+// event either joined the group before (and is dismissed with it) or
+// finds it dismissed and opens a new one.
 func (db *DB) DismissNotification(ctx context.Context, userID, groupID int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		// Emptied, not deleted (see notifyDropActor): the UPDATE locks the
-		// row first, so a concurrent like either committed before it (its
-		// actor row is deleted here) or counts from 0 after it.
-		tag, err := tx.Exec(ctx, `UPDATE notify_groups SET count = 0 WHERE id = $1 AND user_id = $2 AND count > 0`, groupID, userID)
+		var kind string
+		var target int64
+		err := tx.QueryRow(ctx, `SELECT kind, target_id FROM notify_groups WHERE id = $1 AND user_id = $2 AND count > 0`, groupID, userID).Scan(&kind, &target)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return feed.ErrNotFound("notification")
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, notifyLockKey(userID, kind, target)); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE notify_groups SET dismissed = true, count = 0 WHERE id = $1 AND user_id = $2 AND count > 0`, groupID, userID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return feed.ErrNotFound("notification")
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM notify_actors WHERE group_id = $1`, groupID); err != nil {
-			return err
 		}
 		db.notice(tx, userID, groupID)
 		return nil

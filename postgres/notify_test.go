@@ -22,3 +22,9 @@ func TestNotifications(t *testing.T) { feedtest.TestNotifications(t, openNotify)
 func TestNotifyConcurrentLikes(t *testing.T) { feedtest.TestNotifyConcurrentLikes(t, openNotify, 1000) }
 
 func TestCommentNotifications(t *testing.T) { feedtest.TestCommentNotifications(t, openNotify) }
+
+func TestNotifyMuteRace(t *testing.T) {
+	for range 5 {
+		feedtest.TestNotifyMuteRace(t, openNotify, 100)
+	}
+}

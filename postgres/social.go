@@ -12,17 +12,18 @@ import (
 
 // ---- mutes and blocks
 
-// SetMute implements feed.SocialStore.
+// SetMute implements feed.SocialStore. It locks the pair's user rows
+// first (lockPair), as SetBlock does: notifyAdd holds a share lock of the
+// row of the user it tells, so a like or follow racing the mute either
+// commits first (and its notification is taken out here) or waits and
+// finds the mute.
 func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, now time.Time) error {
 	if userID == targetID {
 		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, targetID).Scan(&exists); err != nil {
+		if err := lockPair(ctx, tx, userID, targetID); err != nil {
 			return err
-		} else if !exists {
-			return feed.ErrNotFound("user")
 		}
 		var err error
 		if mute {

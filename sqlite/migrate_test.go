@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"os/exec"
@@ -262,5 +263,39 @@ func TestSQLite3ShellWrites(t *testing.T) {
 				t.Fatalf("inbox page after the shell's writes = %v, %v; want post 1 at 5", page, err)
 			}
 		})
+	}
+}
+
+// TestNotifyGroupIDsNotReused: a notification group's id is its key
+// (feed.NotifyKey), so the id of the group with the highest id, once
+// removed, is not given to the next group (of any user); deleting a group
+// deletes its actors.
+func TestNotifyGroupIDsNotReused(t *testing.T) {
+	ctx := t.Context()
+	main, _ := openPair(t, t.TempDir())
+	for _, q := range []string{
+		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000000', 'a', 1), ('13800000001', 'b', 1), ('13800000002', 'c', 1)`,
+		`INSERT INTO notify_groups (id, user_id, kind, target_id, first_at, latest_at, count) VALUES
+			(1, 1, 'follow', 0, 10, 20, 2), (2, 2, 'follow', 0, 10, 30, 1), (3, 3, 'follow', 0, 10, 40, 1)`,
+		`INSERT INTO notify_actors (group_id, actor_id, at) VALUES (1, 2, 10), (1, 3, 20), (2, 1, 30), (3, 1, 40)`,
+		`DELETE FROM notify_groups WHERE id = 3`,
+	} {
+		if _, err := main.Write.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var actors int
+	if err := main.Read.QueryRowContext(ctx, `SELECT count(*) FROM notify_actors`).Scan(&actors); err != nil || actors != 3 {
+		t.Fatalf("actors after deleting a group: %d, %v; want 3 (its row deleted with it)", actors, err)
+	}
+	now := time.UnixMilli(50)
+	main.Notify = feed.NotifySettings{}
+	main.Enqueue = func(context.Context, *sql.Tx, ...feed.Job) error { return nil }
+	if err := main.SetFollow(ctx, 2, 3, true, now); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := main.Read.QueryRowContext(ctx, `SELECT max(id) FROM notify_groups`).Scan(&id); err != nil || id != 4 {
+		t.Fatalf("the next group's id = %d, %v; want 4 (3 was removed, never given again)", id, err)
 	}
 }

@@ -98,27 +98,53 @@ func (db *DB) notifyModeration(ctx context.Context, tx *sql.Tx, postID int64, hi
 	return db.notifyAdd(ctx, tx, author, feed.NotifyModeration, postID, 0, action, now)
 }
 
-// notifyAdd records actorID's event of kind on target for userID: it joins
-// the open group of (userID, kind, target) or opens one. A moderation
-// event (actorID 0) sets the group's action. Nothing is recorded of one's
-// own actions, nor of a user userID mutes or blocks or who blocks userID.
+// notifyAdd records actorID's event of kind on target for userID, as
+// feed.NotifySettings.Step decides from what the user was told: the path
+// of every kind, so that each gets the same rules. A moderation event
+// (actorID 0) sets the group's action. Nothing is recorded of one's own
+// actions, nor of a user userID mutes or blocks or who blocks userID.
 func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind string, target, actorID int64, action string, now time.Time) error {
 	if db.Notify.Off || userID == actorID || userID <= 0 {
 		return nil
 	}
 	// One statement: whether the actor is muted or blocked (actor 0,
-	// moderation, never is), and the target's newest group.
+	// moderation, never is); the target's newest group not dismissed, and
+	// the actor's row in it; the actor's newest row on the target within
+	// the renotify window (feed.NotifyFound).
+	told, groups := db.Notify.TellCutoffs(now)
 	var quiet bool
-	var newest, first sql.NullInt64
+	var newest, first, toldGroup sql.NullInt64
+	var inNewest, toldRetracted, toldDismissed sql.NullBool
 	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM mutes WHERE user_id = ?1 AND muted_id = ?2)
 			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?1 AND blocked_id = ?2)
-			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = ?1), g.id, g.first_at
-		FROM (SELECT 1) LEFT JOIN (SELECT id, first_at FROM notify_groups WHERE user_id = ?1 AND kind = ?3 AND target_id = ?4
-			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true`, userID, actorID, kind, target).Scan(&quiet, &newest, &first); err != nil || quiet {
+			OR EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = ?1),
+			g.id, g.first_at, o.retracted, r.group_id, r.retracted, r.dismissed
+		FROM (SELECT 1)
+		LEFT JOIN (SELECT id, first_at FROM notify_groups WHERE user_id = ?1 AND kind = ?3 AND target_id = ?4 AND dismissed = 0
+			ORDER BY first_at DESC, id DESC LIMIT 1) g ON true
+		LEFT JOIN notify_actors o ON o.group_id = g.id AND o.actor_id = ?2
+		LEFT JOIN (SELECT a.group_id, a.retracted, x.dismissed FROM notify_groups x JOIN notify_actors a ON a.group_id = x.id AND a.actor_id = ?2
+			WHERE x.user_id = ?1 AND x.kind = ?3 AND x.target_id = ?4 AND x.first_at > ?5 AND a.at > ?6
+			ORDER BY a.at DESC LIMIT 1) r ON true`,
+		userID, actorID, kind, target, ms(groups), ms(told)).Scan(&quiet, &newest, &first, &inNewest, &toldGroup, &toldRetracted, &toldDismissed); err != nil || quiet {
 		return err
 	}
-	gid := newest.Int64
-	if !newest.Valid || ms(now)-first.Int64 >= db.Notify.GroupWindow().Milliseconds() {
+	step := db.Notify.Step(feed.NotifyFound{
+		Newest: newest.Int64, NewestFirst: time.UnixMilli(first.Int64), InNewest: inNewest.Valid, InNewestRetracted: inNewest.Bool,
+		Told: toldGroup.Int64, ToldRetracted: toldRetracted.Bool, ToldDismissed: toldDismissed.Bool,
+	}, now)
+	switch {
+	case step.Skip:
+		return nil
+	case step.Restore:
+		if _, err := tx.ExecContext(ctx, `UPDATE notify_actors SET retracted = 0 WHERE group_id = ? AND actor_id = ?`, step.Group, actorID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count + 1 WHERE id = ?`, step.Group)
+		return err
+	}
+	gid := step.Group
+	if gid == 0 {
 		if err := tx.QueryRowContext(ctx, `INSERT INTO notify_groups (user_id, kind, target_id, first_at, latest_at, count)
 			VALUES (?, ?, ?, ?, ?, 0) RETURNING id`, userID, kind, target, ms(now), ms(now)).Scan(&gid); err != nil {
 			return err
@@ -131,14 +157,13 @@ func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind stri
 	if actorID == 0 {
 		_, err = tx.ExecContext(ctx, `UPDATE notify_groups SET count = 1, action = ?, latest_at = max(latest_at, ?) WHERE id = ?`, action, ms(now), gid)
 	} else {
-		var res sql.Result
-		res, err = tx.ExecContext(ctx, `INSERT INTO notify_actors (group_id, actor_id, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, gid, actorID, ms(now))
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO notify_actors (group_id, actor_id, at) VALUES (?, ?, ?)
+			ON CONFLICT (group_id, actor_id) DO UPDATE SET at = excluded.at, retracted = 0`, gid, actorID, ms(now)); err != nil {
 			return err
 		}
-		added := int64(0)
-		if added, err = res.RowsAffected(); err != nil {
-			return err
+		added := 0
+		if step.Added {
+			added = 1
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE notify_groups SET count = count + ?, latest_at = max(latest_at, ?) WHERE id = ?`, added, ms(now), gid)
 	}
@@ -161,18 +186,19 @@ func (db *DB) notifyTrim(ctx context.Context, tx *sql.Tx, userID int64, now time
 	return err
 }
 
-// notifyRetract takes actorID out of userID's group of kind on target that
-// holds it (an unlike, an unfollow).
+// notifyRetract takes actorID out of userID's groups of kind on target (an
+// unlike, an unfollow): the actor's rows are marked retracted, kept for
+// the renotify rule (notifyAdd).
 func (db *DB) notifyRetract(ctx context.Context, tx *sql.Tx, userID int64, kind string, target, actorID int64) error {
-	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = ?1
+	return db.notifyDropActor(ctx, tx, userID, `UPDATE notify_actors SET retracted = 1 WHERE actor_id = ?1 AND retracted = 0
 		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = ?2 AND kind = ?3 AND target_id = ?4) RETURNING group_id`,
 		actorID, userID, kind, target)
 }
 
 // notifyForget takes actorID out of every group of userID (a block, both
-// ways; a mute).
+// ways; a mute), as notifyRetract does.
 func (db *DB) notifyForget(ctx context.Context, tx *sql.Tx, userID, actorID int64) error {
-	return db.notifyDropActor(ctx, tx, userID, actorID, `DELETE FROM notify_actors WHERE actor_id = ?1
+	return db.notifyDropActor(ctx, tx, userID, `UPDATE notify_actors SET retracted = 1 WHERE actor_id = ?1 AND retracted = 0
 		AND group_id IN (SELECT id FROM notify_groups WHERE user_id = ?2) RETURNING group_id`, actorID, userID)
 }
 
@@ -185,21 +211,22 @@ func (db *DB) notifyBlock(ctx context.Context, tx *sql.Tx, userID, targetID int6
 	return db.notifyForget(ctx, tx, targetID, userID)
 }
 
-// notifyDropActor runs del, a DELETE of actor rows returning their group
-// ids, and moves those groups' counts; a group left with no actor goes.
-func (db *DB) notifyDropActor(ctx context.Context, tx *sql.Tx, userID, actorID int64, del string, args ...any) error {
-	gids, err := scanIDs(tx.QueryContext(ctx, del, args...))
+// notifyDropActor runs retract, an UPDATE marking actor rows retracted and
+// returning their group ids, and moves those groups' counts. A group left
+// with no actor is kept, with count 0, and not shown.
+func (db *DB) notifyDropActor(ctx context.Context, tx *sql.Tx, userID int64, retract string, args ...any) error {
+	gids, err := scanIDs(tx.QueryContext(ctx, retract, args...))
 	if err != nil {
 		return err
 	}
 	for _, gid := range gids {
-		if _, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = ?`, gid); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count - 1 WHERE id = ? AND dismissed = 0`, gid)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = ? AND count <= 0`, gid); err != nil {
-			return err
+		if k, _ := res.RowsAffected(); k > 0 {
+			db.notice(tx, userID, gid)
 		}
-		db.notice(tx, userID, gid)
 	}
 	return nil
 }
@@ -218,9 +245,11 @@ func (db *DB) notifyForgetPost(ctx context.Context, tx *sql.Tx, authorID, postID
 
 // notifyCols reads a group: its columns, whether it is unread (?1 is the
 // user), and its newest actors, newest first, from notify_actors_newest.
+// Reads show only groups with actors (count > 0): an emptied or dismissed
+// group is kept, not shown.
 const notifyCols = `g.id, g.kind, g.target_id, g.count, g.action, g.latest_at,
 	g.latest_at > coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0),
-	coalesce((SELECT group_concat(actor_id) FROM (SELECT a.actor_id FROM notify_actors a WHERE a.group_id = g.id
+	coalesce((SELECT group_concat(actor_id) FROM (SELECT a.actor_id FROM notify_actors a WHERE a.group_id = g.id AND a.retracted = 0
 		ORDER BY a.at DESC, a.actor_id DESC LIMIT 3)), '')`
 
 func scanNotifyGroups(rows *sql.Rows, err error) ([]feed.NotifyGroup, error) {
@@ -256,7 +285,7 @@ func (db *DB) notifyCutoff(now time.Time) int64 { return ms(now.Add(-db.Notify.R
 // notify_groups_latest and per group an index range of its newest actors.
 func (db *DB) Notifications(ctx context.Context, userID int64, b feed.Bound, now time.Time, limit int) ([]feed.NotifyGroup, error) {
 	gs, err := scanNotifyGroups(db.read(ctx, `SELECT `+notifyCols+` FROM notify_groups g
-		WHERE g.user_id = ?1 AND g.latest_at >= ?2 AND g.latest_at <= ?3 AND (g.latest_at < ?3 OR ?4 = 0 OR g.id < ?4)
+		WHERE g.user_id = ?1 AND g.latest_at >= ?2 AND g.latest_at <= ?3 AND (g.latest_at < ?3 OR ?4 = 0 OR g.id < ?4) AND g.count > 0
 		ORDER BY g.latest_at DESC, g.id DESC LIMIT ?5`, userID, db.notifyCutoff(now), b.Max, b.BeforeID, limit))
 	for i := range gs {
 		gs[i].UserID = userID
@@ -267,7 +296,7 @@ func (db *DB) Notifications(ctx context.Context, userID int64, b feed.Bound, now
 // NotifyGroup implements feed.NotifyStore.
 func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.Time) (*feed.NotifyGroup, error) {
 	gs, err := scanNotifyGroups(db.read(ctx, `SELECT `+notifyCols+` FROM notify_groups g
-		WHERE g.id = ?2 AND g.user_id = ?1 AND g.latest_at >= ?3`, userID, groupID, db.notifyCutoff(now)))
+		WHERE g.id = ?2 AND g.user_id = ?1 AND g.latest_at >= ?3 AND g.count > 0`, userID, groupID, db.notifyCutoff(now)))
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +311,7 @@ func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.T
 // notify_groups_latest, at most the groups kept.
 func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error) {
 	var n int
-	err := db.readRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = ?1
+	err := db.readRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = ?1 AND count > 0
 		AND latest_at > max(?2 - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0))`, userID, db.notifyCutoff(now)).Scan(&n)
 	return n, err
 }
@@ -294,10 +323,12 @@ func (db *DB) MarkNotificationsRead(ctx context.Context, userID int64, upTo time
 	return err
 }
 
-// DismissNotification implements feed.NotifyStore.
+// DismissNotification implements feed.NotifyStore. The group is kept,
+// marked dismissed and emptied (not shown), with its actors' rows: an
+// actor's repeat within the renotify window does not reopen it (notifyAdd).
 func (db *DB) DismissNotification(ctx context.Context, userID, groupID int64) error {
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE id = ? AND user_id = ?`, groupID, userID)
+		res, err := tx.ExecContext(ctx, `UPDATE notify_groups SET dismissed = 1, count = 0 WHERE id = ? AND user_id = ? AND count > 0`, groupID, userID)
 		if err != nil {
 			return err
 		}

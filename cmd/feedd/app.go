@@ -288,12 +288,12 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 				// The embedded default is its database's only worker: what
 				// is running at its start was orphaned by a crash (fanout/rescue.go).
 				a.start = func(ctx context.Context) error {
-					n, err := fanout.RescueRunningSQLite(ctx, db.Write)
+					n, err := fanout.RescueRunningSQLite(ctx, driver.GetExecutor(), a.metrics, log)
 					if err != nil {
 						return fmt.Errorf("rescue orphaned jobs: %w", err)
 					}
 					if n > 0 {
-						log.Info("orphaned jobs of a previous run retried at once", "jobs", n)
+						log.Info("orphaned jobs of a previous run scheduled to run again", "jobs", n)
 					}
 					return q.Start(ctx)
 				}

@@ -20,12 +20,14 @@ func declareNotifyFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env stri
 	fromEnv("notify-group-window", "FEED_NOTIFY_GROUP_WINDOW")
 	fs.DurationVar(&c.notify.Retention, "notify-retention", feed.DefaultNotifyRetention, help("notification groups whose latest event is older are removed (each user keeps the newest 1000 at most)", "FEED_NOTIFY_RETENTION"))
 	fromEnv("notify-retention", "FEED_NOTIFY_RETENTION")
+	fs.DurationVar(&c.notify.Renotify, "renotify-after", feed.DefaultRenotifyAfter, help("the same user doing the same to the same target again within this (a like taken back and given again, an unfollow and a follow) tells nobody anything new: it counts once, makes nothing unread and reopens no dismissed group", "FEED_RENOTIFY_AFTER"))
+	fromEnv("renotify-after", "FEED_RENOTIFY_AFTER")
 }
 
 // validNotify checks the notification flags.
 func (c *config) validNotify() error {
-	if c.notify.Window <= 0 || c.notify.Retention <= 0 {
-		return fmt.Errorf("--notify-group-window and --notify-retention must be positive")
+	if c.notify.Window <= 0 || c.notify.Retention <= 0 || c.notify.Renotify <= 0 {
+		return fmt.Errorf("--notify-group-window, --notify-retention and --renotify-after must be positive")
 	}
 	return nil
 }

@@ -196,3 +196,78 @@ func TestPublishNotices(t *testing.T) {
 		t.Fatalf("published groups %v, want [1 1 2]", g.published)
 	}
 }
+
+// TestNotifyChurn: one user taking back a like and liking again 40 times,
+// and unfollowing and following again 25 times, while the victim marks
+// everything read after each (and dismisses each group once, half way),
+// tells the victim of each once: one live event with an unread group (the
+// others are the retractions': the group gone, or as it is when the event
+// is sent, read), the unread count back at 0 after every read, and no
+// dismissed group reopened. On
+// the embedded default and on PostgreSQL; the victim's stream is a client
+// of its own (127.0.0.2).
+func TestNotifyChurn(t *testing.T) {
+	for _, mode := range []string{"embedded", "postgres"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--data", t.TempDir()}
+			if mode == "postgres" {
+				args = []string{"--database-url", testenv.PostgresURL(t)}
+			}
+			c := newV1Client(t, startServer(t, args...))
+			victim, churner := c.login("13800000801"), c.login("13800000802")
+			victimID := c.me(victim).ID
+			p := c.publish(victim, "liked and unliked")
+			st := c.openStream(victim, "", "127.0.0.2")
+			unread := 0 // live events after the first that show an unread group
+			drain := func() {
+				for {
+					select {
+					case ev := <-st.notes:
+						var n apiNotification
+						if err := json.Unmarshal([]byte(ev.Data), &n); err != nil {
+							t.Fatalf("notification event %q: %v", ev.Data, err)
+						}
+						if !n.Removed && n.Unread {
+							unread++
+						}
+					case <-time.After(300 * time.Millisecond):
+						return
+					}
+				}
+			}
+			churn := func(what string, rounds int, on, off func()) {
+				on()
+				g := notificationEvent(t, c, st)
+				if g.Removed || !g.Unread {
+					t.Fatalf("the first %s's event: %+v, want its group, unread", what, g)
+				}
+				for i := range rounds {
+					if i == rounds/2 {
+						c.want(204, "DELETE", "/v1/notifications/{key}", victim, nil, nil, g.Key)
+					} else {
+						c.want(204, "POST", "/v1/notifications/read", victim, nil, nil)
+					}
+					off()
+					on()
+					if n := c.unread(victim); n != 0 {
+						t.Fatalf("%s %d again: unread %d, want 0", what, i+2, n)
+					}
+					gs := c.notifications(victim)
+					if i >= rounds/2 && len(gs) != 0 {
+						t.Fatalf("%s %d again: the dismissed group is back: %+v", what, i+2, gs)
+					}
+				}
+				drain()
+				if unread != 0 {
+					t.Fatalf("%d live events of the %s churn showed the victim an unread group; want none", unread, what)
+				}
+			}
+			churn("like", 40,
+				func() { c.want(204, "PUT", "/v1/posts/{id}/like", churner, nil, nil, p.ID) },
+				func() { c.want(204, "DELETE", "/v1/posts/{id}/like", churner, nil, nil, p.ID) })
+			churn("follow", 25,
+				func() { c.want(204, "PUT", "/v1/following/{id}", churner, nil, nil, victimID) },
+				func() { c.want(204, "DELETE", "/v1/following/{id}", churner, nil, nil, victimID) })
+		})
+	}
+}

@@ -48,7 +48,10 @@ CREATE TABLE posts (
     liked      INTEGER NOT NULL DEFAULT 0,
     comments   INTEGER NOT NULL DEFAULT 0,
     created_at BIGINT  NOT NULL,
-    updated_at BIGINT  NOT NULL
+    updated_at BIGINT  NOT NULL,
+    -- Who may comment: 0 everyone, 1 the people the author follows, 2
+    -- nobody but its author (feed.CommentPolicy).
+    comment_policy SMALLINT NOT NULL DEFAULT 0
 );
 CREATE INDEX posts_user ON posts (user_id, created_at DESC, id DESC);
 CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
@@ -182,12 +185,69 @@ CREATE TABLE rank_snapshots (
 CREATE INDEX rank_snapshots_user ON rank_snapshots (user_id, created_at);
 CREATE INDEX rank_snapshots_expires ON rank_snapshots (expires_at);
 
+-- Comments (comment.go): two-level threads under posts, the tutorial's
+-- tb_blog_comments with its columns (parent_id: the thread's top-level
+-- comment, 0 for one; answer_id: the comment answered; status 0 normal,
+-- 1 reported, 2 hidden by moderation) and feedd's: replies (a thread's
+-- replies not deleted), author_hidden (the post's author hid it), deleted
+-- (a placeholder kept for its replies). An id given on insert (an import)
+-- is kept; the store moves the sequence past it.
+CREATE TABLE comments (
+    id            BIGSERIAL PRIMARY KEY,
+    post_id       BIGINT   NOT NULL,
+    user_id       BIGINT   NOT NULL,
+    parent_id     BIGINT   NOT NULL DEFAULT 0,
+    answer_id     BIGINT   NOT NULL DEFAULT 0,
+    content       TEXT     NOT NULL,
+    liked         INTEGER  NOT NULL DEFAULT 0,
+    replies       INTEGER  NOT NULL DEFAULT 0,
+    status        SMALLINT NOT NULL DEFAULT 0,
+    author_hidden BOOLEAN  NOT NULL DEFAULT false,
+    deleted       BOOLEAN  NOT NULL DEFAULT false,
+    created_at    BIGINT   NOT NULL,
+    updated_at    BIGINT   NOT NULL
+);
+-- A post's top-level comments newest first (parent_id 0), and all of a
+-- post's comments (a deleted post's purge).
+CREATE INDEX comments_post ON comments (post_id, parent_id, created_at, id);
+-- A post's top-level comments by likes, then newest first.
+CREATE INDEX comments_top ON comments (post_id, liked, created_at, id) WHERE parent_id = 0;
+-- A thread's replies, oldest first.
+CREATE INDEX comments_thread ON comments (parent_id, created_at, id) WHERE parent_id <> 0;
+-- A user's comments by time (the ranked timeline's signal).
+CREATE INDEX comments_user ON comments (user_id, created_at, post_id);
+-- The moderation list: comments reported or hidden.
+CREATE INDEX comments_status ON comments (id) WHERE status <> 0;
+
+CREATE TABLE comment_likes (
+    comment_id BIGINT NOT NULL,
+    user_id    BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (comment_id, user_id)
+);
+
+-- One report per reporter and comment; dismissed by a restore.
+CREATE TABLE comment_reports (
+    comment_id  BIGINT  NOT NULL,
+    reporter_id BIGINT  NOT NULL,
+    reason      TEXT    NOT NULL,
+    created_at  BIGINT  NOT NULL,
+    dismissed   BOOLEAN NOT NULL DEFAULT false,
+    PRIMARY KEY (comment_id, reporter_id)
+);
+
 -- Grouped notifications (notify.go). A group is one kind of event on one
 -- target (the post for likes and moderation, 0 for follows) of one user,
 -- open while its first event is within the group window. Its count of
 -- distinct actors is kept with the actor rows in one transaction; the
 -- newest actors are read by index, so neither a like nor a page read
 -- depends on the group's size. latest_at only moves forward.
+-- An actor's repeat of an event within the renotify window counts once
+-- (notifyAdd): a retraction (unlike, unfollow, a block or mute) marks
+-- the actor's row retracted instead of deleting it, and a dismissal
+-- marks its group dismissed, so that the actor's next event on the
+-- target finds what it was told before. Neither is shown: a group's
+-- count is of its actors not retracted, and a dismissed group has count 0.
 CREATE TABLE notify_groups (
     id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id   BIGINT  NOT NULL,
@@ -196,7 +256,8 @@ CREATE TABLE notify_groups (
     first_at  BIGINT  NOT NULL,
     latest_at BIGINT  NOT NULL,
     count     INTEGER NOT NULL,
-    action    TEXT    NOT NULL DEFAULT ''
+    action    TEXT    NOT NULL DEFAULT '',
+    dismissed BOOLEAN NOT NULL DEFAULT false
 );
 -- The open group of a target: the newest first_at of (user, kind, target).
 CREATE INDEX notify_groups_target ON notify_groups (user_id, kind, target_id, first_at);
@@ -207,10 +268,11 @@ CREATE TABLE notify_actors (
     group_id BIGINT NOT NULL REFERENCES notify_groups (id) ON DELETE CASCADE,
     actor_id BIGINT NOT NULL,
     at       BIGINT NOT NULL,
+    retracted BOOLEAN NOT NULL DEFAULT false,
     PRIMARY KEY (group_id, actor_id)
 );
--- A group's newest actors.
-CREATE INDEX notify_actors_newest ON notify_actors (group_id, at, actor_id);
+-- A group's newest actors, of those not retracted.
+CREATE INDEX notify_actors_newest ON notify_actors (group_id, at, actor_id) WHERE NOT retracted;
 -- No index by actor: a block or a mute finds the actor's rows through
 -- the user's groups (at most the groups kept) and the primary key.
 

@@ -45,7 +45,10 @@ CREATE TABLE posts (
     liked      INTEGER NOT NULL DEFAULT 0,
     comments   INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    -- Who may comment: 0 everyone, 1 the people the author follows, 2
+    -- nobody but its author (feed.CommentPolicy).
+    comment_policy INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX posts_user ON posts (user_id, created_at DESC, id DESC);
 CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
@@ -156,21 +159,81 @@ CREATE TABLE rank_snapshots (
 CREATE INDEX rank_snapshots_user ON rank_snapshots (user_id, created_at);
 CREATE INDEX rank_snapshots_expires ON rank_snapshots (expires_at);
 
+-- Comments (comment.go): two-level threads under posts, the tutorial's
+-- tb_blog_comments with its columns (parent_id: the thread's top-level
+-- comment, 0 for one; answer_id: the comment answered; status 0 normal,
+-- 1 reported, 2 hidden by moderation) and feedd's: replies (a thread's
+-- replies not deleted), author_hidden (the post's author hid it), deleted
+-- (a placeholder kept for its replies). AUTOINCREMENT: an id given on
+-- insert (an import) is kept, and later ids follow the largest.
+CREATE TABLE comments (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    post_id       INTEGER NOT NULL,
+    user_id       INTEGER NOT NULL,
+    parent_id     INTEGER NOT NULL DEFAULT 0,
+    answer_id     INTEGER NOT NULL DEFAULT 0,
+    content       TEXT    NOT NULL,
+    liked         INTEGER NOT NULL DEFAULT 0,
+    replies       INTEGER NOT NULL DEFAULT 0,
+    status        INTEGER NOT NULL DEFAULT 0,
+    author_hidden INTEGER NOT NULL DEFAULT 0,
+    deleted       INTEGER NOT NULL DEFAULT 0,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+-- A post's top-level comments newest first (parent_id 0), and all of a
+-- post's comments (a deleted post's purge).
+CREATE INDEX comments_post ON comments (post_id, parent_id, created_at, id);
+-- A post's top-level comments by likes, then newest first.
+CREATE INDEX comments_top ON comments (post_id, liked, created_at, id) WHERE parent_id = 0;
+-- A thread's replies, oldest first.
+CREATE INDEX comments_thread ON comments (parent_id, created_at, id) WHERE parent_id <> 0;
+-- A user's comments by time (the ranked timeline's signal).
+CREATE INDEX comments_user ON comments (user_id, created_at, post_id);
+-- The moderation list: comments reported or hidden.
+CREATE INDEX comments_status ON comments (id) WHERE status <> 0;
+
+CREATE TABLE comment_likes (
+    comment_id INTEGER NOT NULL,
+    user_id    INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (comment_id, user_id)
+) WITHOUT ROWID;
+
+-- One report per reporter and comment; dismissed by a restore.
+CREATE TABLE comment_reports (
+    comment_id  INTEGER NOT NULL,
+    reporter_id INTEGER NOT NULL,
+    reason      TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    dismissed   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (comment_id, reporter_id)
+) WITHOUT ROWID;
+
 -- Grouped notifications (notify.go). A group is one kind of event on one
 -- target (the post for likes and moderation, 0 for follows) of one user,
 -- open while its first event is within the group window. Its count of
 -- distinct actors is kept with the actor rows in one transaction; the
 -- newest actors are read by index, so neither a like nor a page read
 -- depends on the group's size. latest_at only moves forward.
+-- An actor's repeat of an event within the renotify window counts once
+-- (notifyAdd): a retraction (unlike, unfollow, a block or mute) marks
+-- the actor's row retracted instead of deleting it, and a dismissal
+-- marks its group dismissed, so that the actor's next event on the
+-- target finds what it was told before. Neither is shown: a group's
+-- count is of its actors not retracted, and a dismissed group has count 0.
+-- AUTOINCREMENT: a group's id is its key (feed.NotifyKey), never given
+-- to another group, also after the group with the highest id is removed.
 CREATE TABLE notify_groups (
-    id        INTEGER PRIMARY KEY,
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
     user_id   INTEGER NOT NULL,
     kind      TEXT    NOT NULL,
     target_id INTEGER NOT NULL,
     first_at  INTEGER NOT NULL,
     latest_at INTEGER NOT NULL,
     count     INTEGER NOT NULL,
-    action    TEXT    NOT NULL DEFAULT ''
+    action    TEXT    NOT NULL DEFAULT '',
+    dismissed INTEGER NOT NULL DEFAULT 0
 );
 -- The open group of a target: the newest first_at of (user, kind, target).
 CREATE INDEX notify_groups_target ON notify_groups (user_id, kind, target_id, first_at);
@@ -181,10 +244,11 @@ CREATE TABLE notify_actors (
     group_id INTEGER NOT NULL REFERENCES notify_groups (id) ON DELETE CASCADE,
     actor_id INTEGER NOT NULL,
     at       INTEGER NOT NULL,
+    retracted INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (group_id, actor_id)
 ) WITHOUT ROWID;
--- A group's newest actors.
-CREATE INDEX notify_actors_newest ON notify_actors (group_id, at, actor_id);
+-- A group's newest actors, of those not retracted.
+CREATE INDEX notify_actors_newest ON notify_actors (group_id, at, actor_id) WHERE retracted = 0;
 -- No index by actor: a block or a mute finds the actor's rows through
 -- the user's groups (at most the groups kept) and the primary key.
 
