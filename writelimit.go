@@ -6,38 +6,59 @@ import (
 	"time"
 )
 
-// Per-user limits of writes: how many posts, follow changes and likes one
-// account makes, and how many live streams it opens, per window. They
-// bound what one account (or a stolen token) can make the rest of the
-// service do: every post and every follow change is fan-out work that all
-// users' timelines wait behind. The counters are the login limits' (a
+// Per-user limits of writes: how many posts, deletes, follow changes,
+// likes, blocks, mutes, muted words and notification changes one account
+// makes, and how many live streams it opens, per window. They bound what
+// one account (or a stolen token) can make the rest of the service do:
+// every post, delete and follow change is fan-out work that all users'
+// timelines wait behind, and on the embedded SQLite every accepted write is
+// a transaction on the one writer. The counters are the login limits' (a
 // RateStore shared by every API process: fixed windows anchored at the
-// first event, limit.go).
+// first event, limit.go). Reports have a limit of their own
+// (Service.ReportLimit), counted only for reports that are filed.
 
 // WriteKind names one per-user limit.
 type WriteKind int
 
 const (
-	WritePost   WriteKind = iota // a post published
-	WriteFollow                  // a follow or unfollow asked for
-	WriteLike                    // a like set or removed
-	WriteStream                  // a live stream opened (a reconnect is one too)
+	WritePost         WriteKind = iota // a post published
+	WriteFollow                        // a follow or unfollow asked for
+	WriteLike                          // a like set or removed
+	WriteStream                        // a live stream opened (a reconnect is one too)
+	WriteDelete                        // a post deleted (either API)
+	WriteBlock                         // a block or unblock asked for
+	WriteMute                          // a mute or unmute asked for
+	WriteMutedWord                     // a muted word added or removed
+	WriteNotification                  // notifications marked read or dismissed
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
 type WriteLimits struct {
-	Posts   Limit
-	Follows Limit
-	Likes   Limit
-	Streams Limit
+	Posts         Limit
+	Follows       Limit
+	Likes         Limit
+	Streams       Limit
+	Deletes       Limit
+	Blocks        Limit
+	Mutes         Limit
+	MutedWords    Limit
+	Notifications Limit
 }
 
-// DefaultWriteLimits are the limits the command starts with.
+// DefaultWriteLimits are the limits the command starts with. A delete
+// costs what a post costs (a fan-out to the author's audience), a block
+// what a follow change costs (it removes follows both ways); mutes and
+// muted words are one row each, notification changes one statement.
 var DefaultWriteLimits = WriteLimits{
-	Posts:   Limit{30, time.Minute},
-	Follows: Limit{60, time.Minute},
-	Likes:   Limit{300, time.Minute},
-	Streams: Limit{30, time.Minute},
+	Posts:         Limit{30, time.Minute},
+	Follows:       Limit{60, time.Minute},
+	Likes:         Limit{300, time.Minute},
+	Streams:       Limit{30, time.Minute},
+	Deletes:       Limit{30, time.Minute},
+	Blocks:        Limit{30, time.Minute},
+	Mutes:         Limit{60, time.Minute},
+	MutedWords:    Limit{60, time.Minute},
+	Notifications: Limit{120, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -50,6 +71,16 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		return l.Follows, "follow:user:", "follow changes"
 	case WriteLike:
 		return l.Likes, "like:user:", "likes"
+	case WriteDelete:
+		return l.Deletes, "delete:user:", "deletes"
+	case WriteBlock:
+		return l.Blocks, "block:user:", "block changes"
+	case WriteMute:
+		return l.Mutes, "mute:user:", "mute changes"
+	case WriteMutedWord:
+		return l.MutedWords, "mutedword:user:", "muted word changes"
+	case WriteNotification:
+		return l.Notifications, "notification:user:", "notification changes"
 	}
 	return l.Streams, "stream:user:", "stream connections"
 }

@@ -22,8 +22,8 @@ import (
 // (docs/API.md, "Hardening (both APIs)" and "Limits"): the standard
 // library's cross-origin protection, the media type of /v1 bodies, the
 // body read before a request takes a concurrency slot, the per-user write
-// limits, and the end of a user's live streams when a session ends or a
-// block changes.
+// limits, and the end of a user's live streams when their session ends or
+// their blocks change.
 
 // DefaultBodyTimeout is how long a request body may take to arrive
 // (Server.BodyTimeout).
@@ -169,29 +169,34 @@ func (s *Server) perUser(kind feed.WriteKind, next http.Handler) http.Handler {
 	})
 }
 
-// endStreams ends, once next has succeeded (a 2xx), the live streams of
-// the caller and of the user the path's {id} names (if any), in every API
-// process: a logout ends the session they were opened with, a block
-// changes what both users may see. Their clients reconnect, authenticated
-// and filtered anew.
+// endStreams ends, once next has succeeded (a 2xx), the caller's live
+// streams (endStreamsOf): a logout ends the session they were opened with.
 func (s *Server) endStreams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid := userID(r)
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if s.Streams == nil || sw.status < 200 || sw.status > 299 {
-			return
-		}
-		users := []int64{uid}
-		if id, err := strconv.ParseInt(r.PathValue("id"), 10, 64); err == nil && id > 0 && id != uid {
-			users = append(users, id)
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		if err := s.Streams.Events.Publish(ctx, feed.Event{Kind: feed.EventRevoke, Users: users}); err != nil {
-			s.Log.Warn("end live streams", "user_id", uid, "error", err)
+		if sw.status >= 200 && sw.status <= 299 {
+			s.endStreamsOf(r.Context(), userID(r))
 		}
 	})
+}
+
+// endStreamsOf ends the live streams of userID, and only theirs, in every
+// API process; their clients reconnect, authenticated and filtered anew.
+// Only the user's own acts end them (a logout, a block or unblock that
+// changed something): what others do reaches a stream as events, each
+// filtered as it is sent (Service.StreamViews), so that nobody else can
+// end a user's stream, nor spend the stream opens its reconnects count
+// against (docs/API.md, "Hardening (both APIs)").
+func (s *Server) endStreamsOf(ctx context.Context, userID int64) {
+	if s.Streams == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.Streams.Events.Publish(ctx, feed.Event{Kind: feed.EventRevoke, Users: []int64{userID}}); err != nil {
+		s.Log.Warn("end live streams", "user_id", userID, "error", err)
+	}
 }
 
 // admission is the concurrency slot a request holds (shed.go). A live

@@ -47,6 +47,11 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Follows, "follow-limit-user", "FEED_FOLLOW_LIMIT_USER", "follow and unfollow requests one user may make")
 	limit(&c.writeLimits.Likes, "like-limit-user", "FEED_LIKE_LIMIT_USER", "like and unlike requests one user may make")
 	limit(&c.writeLimits.Streams, "stream-open-limit-user", "FEED_STREAM_OPEN_LIMIT_USER", "live timeline streams one user may open (reconnects included)")
+	limit(&c.writeLimits.Deletes, "delete-limit-user", "FEED_DELETE_LIMIT_USER", "posts one user may delete (either API)")
+	limit(&c.writeLimits.Blocks, "block-limit-user", "FEED_BLOCK_LIMIT_USER", "block and unblock requests one user may make")
+	limit(&c.writeLimits.Mutes, "mute-limit-user", "FEED_MUTE_LIMIT_USER", "mute and unmute requests one user may make")
+	limit(&c.writeLimits.MutedWords, "muted-word-limit-user", "FEED_MUTED_WORD_LIMIT_USER", "muted words one user may add or remove")
+	limit(&c.writeLimits.Notifications, "notification-limit-user", "FEED_NOTIFICATION_LIMIT_USER", "notification changes (mark read, dismiss) one user may make")
 }
 
 // checkSecurity reads the secrets given by file and checks this file's
