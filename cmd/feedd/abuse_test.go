@@ -127,6 +127,19 @@ func (b *logBuffer) count(msg string) int {
 	return n
 }
 
+// countWith is the number of log records msg whose attribute key is value.
+func (b *logBuffer) countWith(msg, key, value string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, rec := range b.lines {
+		if rec["msg"] == msg && rec[key] == value {
+			n++
+		}
+	}
+	return n
+}
+
 // text is the whole log as JSON.
 func (b *logBuffer) text() string {
 	b.mu.Lock()
