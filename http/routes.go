@@ -10,14 +10,18 @@ import (
 // routes is the whole HTTP surface of feedd in one place.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	auth, opt := s.requireUser, s.optionalUser
+	// A request's body is read (s.body, body.go) only once the request is
+	// admitted (shedding, below) and authenticated: after auth and v1, and
+	// on the logins, which need none.
+	auth := func(h http.Handler) http.Handler { return s.requireUser(s.body(h)) }
+	opt, anon := s.optionalUser, s.body
 
 	mux.Handle("GET /healthz", s.handleHealthz())
 	mux.Handle("GET /readyz", s.handleReadyz())
 
 	// Compatible API (docs/API.md).
 	mux.Handle("POST /user/code", s.handleSendCode())
-	mux.Handle("POST /user/login", s.handleLogin())
+	mux.Handle("POST /user/login", anon(s.handleLogin()))
 	mux.Handle("POST /user/logout", auth(s.endStreams(s.handleLogout())))
 	mux.Handle("GET /user/me", auth(s.handleMe()))
 	mux.Handle("GET /user/{id}", auth(s.handleUser()))
@@ -38,10 +42,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /follow/common/{id}", auth(s.handleCommonFollows()))
 
 	// Native API (openapi.json): REST resources, snake_case JSON, HTTP statuses.
-	v1 := s.v1RequireUser
+	v1 := func(h http.Handler) http.Handler { return s.v1RequireUser(s.body(h)) }
 	mux.Handle("GET /v1/openapi.json", s.v1OpenAPI())
-	mux.Handle("POST /v1/auth/code", s.v1SendCode())
-	mux.Handle("POST /v1/auth/login", s.v1Login())
+	mux.Handle("POST /v1/auth/code", anon(s.v1SendCode()))
+	mux.Handle("POST /v1/auth/login", anon(s.v1Login()))
 	mux.Handle("DELETE /v1/auth/session", v1(s.endStreams(s.v1Logout())))
 	mux.Handle("GET /v1/me", v1(s.v1Me()))
 	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
@@ -87,6 +91,7 @@ func (s *Server) routes() http.Handler {
 	// Cross-origin requests and /v1 bodies that are not JSON are refused
 	// before anything else (guard.go); limitBody answers an oversized body
 	// in the compatible envelope; v1LimitBody answers /v1 requests first,
-	// in the native format.
-	return s.harden(mux, s.crossOrigin(s.v1JSONBody(s.shedding(s.v1LimitBody(s.limitBody(recordRoute(mux)))))), "/", "/v1/")
+	// in the native format; holdBody keeps every body unread until a body
+	// step reads it.
+	return s.harden(mux, s.crossOrigin(s.v1JSONBody(s.shedding(s.v1LimitBody(s.limitBody(holdBody(recordRoute(mux))))))), "/", "/v1/")
 }

@@ -4,6 +4,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,12 @@ type Server struct {
 	// BodyTimeout bounds how long a request body may take to arrive
 	// (DefaultBodyTimeout if zero); a slower one is answered 408.
 	BodyTimeout time.Duration
+	// BodyMemory bounds the memory of the request bodies being read or
+	// held at once (DefaultBodyMemory if zero; body.go); past it, 503 with
+	// Retry-After.
+	BodyMemory int64
+
+	bodies *budget // BodyMemory's count, made by Handler
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -63,6 +70,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Log == nil {
 		s.Log = slog.Default()
 	}
+	s.bodies = &budget{limit: cmp.Or(s.BodyMemory, DefaultBodyMemory)}
 	return s.observe(s.routes())
 }
 

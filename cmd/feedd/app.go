@@ -134,7 +134,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	}
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout}
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory)}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}

@@ -84,6 +84,7 @@ type config struct {
 	allowedOrigins    string
 	origins           []string // parsed from allowedOrigins
 	bodyTimeout       time.Duration
+	bodyMemory        byteSize
 	adminToken        string
 	adminTokenFile    string
 	secretFile        string
