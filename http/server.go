@@ -46,9 +46,10 @@ type Server struct {
 	// nil admits everything.
 	Shed *Shed
 	// Unavailable reports whether an error without a code is a dependency
-	// out of reach for the moment (the database restarting): such errors
-	// are answered 503 unavailable with Retry-After, not 500 (outage.go);
-	// nil: none is.
+	// out of reach for the moment (PostgreSQL restarting, SQLite locked by
+	// another process or full: postgres.Unavailable, sqlite.Unavailable):
+	// such errors are answered 503 unavailable with Retry-After, not 500
+	// (outage.go); nil: none is.
 	Unavailable func(error) bool
 	// AllowedOrigins are the origins (scheme://host[:port]) trusted to
 	// send unsafe cross-origin requests (guard.go, crossOrigin); every
