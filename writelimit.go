@@ -64,25 +64,22 @@ var DefaultWriteLimits = WriteLimits{
 // limit returns the limit of kind, its counter's key prefix and the words
 // of its refusal.
 func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
-	switch kind {
-	case WritePost:
-		return l.Posts, "post:user:", "posts"
-	case WriteFollow:
-		return l.Follows, "follow:user:", "follow changes"
-	case WriteLike:
-		return l.Likes, "like:user:", "likes"
-	case WriteDelete:
-		return l.Deletes, "delete:user:", "deletes"
-	case WriteBlock:
-		return l.Blocks, "block:user:", "block changes"
-	case WriteMute:
-		return l.Mutes, "mute:user:", "mute changes"
-	case WriteMutedWord:
-		return l.MutedWords, "mutedword:user:", "muted word changes"
-	case WriteNotification:
-		return l.Notifications, "notification:user:", "notification changes"
+	rules := [...]struct {
+		limit     Limit
+		key, what string
+	}{
+		WritePost:         {l.Posts, "post:user:", "posts"},
+		WriteFollow:       {l.Follows, "follow:user:", "follow changes"},
+		WriteLike:         {l.Likes, "like:user:", "likes"},
+		WriteStream:       {l.Streams, "stream:user:", "stream connections"},
+		WriteDelete:       {l.Deletes, "delete:user:", "deletes"},
+		WriteBlock:        {l.Blocks, "block:user:", "block changes"},
+		WriteMute:         {l.Mutes, "mute:user:", "mute changes"},
+		WriteMutedWord:    {l.MutedWords, "mutedword:user:", "muted word changes"},
+		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
 	}
-	return l.Streams, "stream:user:", "stream connections"
+	r := rules[kind]
+	return r.limit, r.key, r.what
 }
 
 // CountWrite counts one write of kind by userID against s.WriteLimits and

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +19,7 @@ import (
 // without one).
 func partialBody(t *testing.T, base, local, path, auth string, declared, sent int) <-chan string {
 	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := dialFrom(t, base, local)
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, strings.TrimPrefix(base, "http://"), declared)
 	if auth != "" {

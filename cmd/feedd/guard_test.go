@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,10 +18,9 @@ import (
 // docs/operations.md ("The admin listener", "Secrets"), end to end against
 // the real server, with distinct loopback clients.
 
-// slowBody opens a connection from local and sends a POST whose body of
-// 100 bytes trickles at one byte a second until stop is closed; the
-// returned channel gets the first line of the answer, if any.
-func slowBody(t *testing.T, base, local, path, auth string, stop <-chan struct{}) <-chan string {
+// dialFrom opens a TCP connection to the server at base from the
+// loopback address local, closed when the test ends.
+func dialFrom(t *testing.T, base, local string) net.Conn {
 	t.Helper()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
 	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
@@ -31,6 +28,15 @@ func slowBody(t *testing.T, base, local, path, auth string, stop <-chan struct{}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// slowBody opens a connection from local and sends a POST whose body of
+// 100 bytes trickles at one byte a second until stop is closed; the
+// returned channel gets the first line of the answer, if any.
+func slowBody(t *testing.T, base, local, path, auth string, stop <-chan struct{}) <-chan string {
+	t.Helper()
+	conn := dialFrom(t, base, local)
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
 		path, strings.TrimPrefix(base, "http://"), auth)
 	answer := make(chan string, 1)
@@ -408,20 +414,7 @@ func TestReadyzCached(t *testing.T) {
 
 	// Another connection holds the write lock: the probe's write cannot
 	// commit, and /readyz must say so.
-	wdb, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wdb.Close()
-	lock, err := wdb.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
-	defer lock.ExecContext(context.Background(), `ROLLBACK`)
+	holdWriteLock(t, dir)
 	start := time.Now()
 	for {
 		r := p.do("GET", "/readyz", "", nil)

@@ -20,6 +20,39 @@ import (
 // with Retry-After on both APIs, counted as a refusal, not logged as a
 // fault; and back to normal, without a restart, once it can again.
 
+// holdWriteLock takes the write lock of dir's feedd.db from a connection of
+// its own (BEGIN IMMEDIATE, as an operator's sqlite3 would) until release
+// (idempotent; called when the test ends at the latest).
+func holdWriteLock(t *testing.T, dir string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := db.Conn(t.Context())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
+		lock.Close()
+		db.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := lock.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+				t.Errorf("release the write lock: %v", err)
+			}
+			lock.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
 // wantUnavailable checks an answer of either API: 503, Retry-After, code
 // unavailable (/v1) or the compatible sentence.
 func wantUnavailable(t *testing.T, api string, status int, retry, body, what string) {
@@ -56,26 +89,7 @@ func TestSQLiteBusyIs503(t *testing.T) {
 	tok := p.login("13900000001")
 	before := value(scrape(t, s.admin), "feedd_refusals_total", "reason", "unavailable")
 
-	other, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			lock.ExecContext(context.Background(), `ROLLBACK`)
-		}
-	}()
-
+	release := holdWriteLock(t, dir)
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -88,10 +102,7 @@ func TestSQLiteBusyIs503(t *testing.T) {
 	})
 	wg.Wait()
 	t.Logf("both answered within %v of the lock", time.Since(start))
-	if _, err := lock.ExecContext(t.Context(), `ROLLBACK`); err != nil {
-		t.Fatal(err)
-	}
-	locked = false
+	release()
 	noFault(t, s.logs)
 	if got := value(scrape(t, s.admin), "feedd_refusals_total", "reason", "unavailable") - before; got < 2 {
 		t.Errorf("feedd_refusals_total{reason=\"unavailable\"} rose by %v, want 2", got)
