@@ -7,7 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"regexp"
@@ -19,7 +19,7 @@ import (
 // Rules of login codes and sessions.
 const (
 	CodeTTL         = 2 * time.Minute  // a code is good for this long
-	CodeResendAfter = 60 * time.Second // a phone gets at most one code this often
+	CodeResendAfter = 60 * time.Second // a phone gets at most one code this often, by default (LoginLimits.CodeResendAfter)
 	CodeMaxTries    = 5                // wrong tries that burn a code
 	SessionTTL      = 30 * time.Minute // idle time that ends a session
 	// TouchInterval is how often a user's activity time is written
@@ -32,12 +32,14 @@ const (
 // only as hashes.
 type AuthStore interface {
 	// SaveCode stores a new code for phone, replacing any older one.
-	// ECONFLICT if the previous code was saved less than resendAfter ago.
+	// ResendTooSoon (ECONFLICT, with the wait) if the previous code, used,
+	// burned or not, was sent less than resendAfter ago.
 	SaveCode(ctx context.Context, phone, codeHash string, now time.Time, ttl, resendAfter time.Duration) error
 	// ConsumeCode checks codeHash against phone's live code and deletes the
 	// code when it matches. A mismatch counts a try; the code is burned after
-	// maxTries. EINVALID when there is no live code or it does not match;
-	// ErrCodeBurned for the try that burns it.
+	// maxTries, and a burned code still holds the resend rule (SaveCode)
+	// until resendAfter has passed since it was sent. EINVALID when there is
+	// no live code or it does not match.
 	ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error
 	// CreateSession stores a session that expires at expires. now is the
 	// caller's clock: stores that sweep expired sessions judge by it.
@@ -50,10 +52,14 @@ type AuthStore interface {
 	DeleteSession(ctx context.Context, tokenHash string) error
 }
 
-// ErrCodeBurned is AuthStore.ConsumeCode's refusal of the wrong try that
-// burns a code (the CodeMaxTries-th): an EINVALID like any wrong try, told
-// apart so that the burned code's unit of the phone's quota is given back.
-var ErrCodeBurned = &Error{Code: EINVALID, Message: "the code is wrong; it is burned"}
+// ResendTooSoon is AuthStore.SaveCode's refusal of a code asked for less
+// than resendAfter after the phone's last one was sent: ECONFLICT, with
+// wait, the time until a new code may be sent, as its RetryAfter, so that a
+// phone kept waiting by others' requests is told when to try again.
+func ResendTooSoon(resendAfter, wait time.Duration) *Error {
+	return &Error{Code: ECONFLICT, RetryAfter: max(wait, time.Millisecond),
+		Message: fmt.Sprintf("a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))}
+}
 
 // CodeSender delivers login codes to a phone.
 type CodeSender interface {
@@ -118,7 +124,8 @@ func (s *Service) randomString(n int, alphabet string) (string, error) {
 }
 
 // SendCode creates a 6-digit one-time code for phone and sends it.
-// EINVALID for a malformed phone, ECONFLICT if asked again within a minute,
+// EINVALID for a malformed phone, ECONFLICT (ResendTooSoon, with the wait)
+// if asked again within s.Limits.CodeResendAfter of the last code sent,
 // ETOOMANY over a limit of s.Limits (per client address of ctx, see
 // WithClient; per phone; per phone and client address; in total),
 // EUNAVAILABLE when the sender failed (the code is then deleted: the phone
@@ -126,11 +133,13 @@ func (s *Service) randomString(n int, alphabet string) (string, error) {
 //
 // The phone's quota, the client address's share of it and the total budget
 // are reserved before the code is saved and given back when none is (a
-// limit refuses, or the resend rule does): only codes sent spend them, and
-// concurrent requests cannot overshoot them. A code burned by wrong tries
-// gives its unit of the phone's quota back (Login), so others' guesses do
-// not spend a phone's codes; the address's share keeps it, so one address
-// cannot make a phone spend more than that share a window.
+// limit refuses, or the resend rule does): concurrent requests cannot
+// overshoot them. Every code sent spends them for good, burned by wrong
+// tries or not: the phone's quota is what reaches the phone, whoever asked,
+// and it is shared by every client; one address (an IPv6 client: its /64)
+// may spend only its share (CodePerPhoneClient) of it. A phone whose quota
+// others spent, or whose last code others asked for, is refused with the
+// time to wait (ETOOMANY's and ResendTooSoon's RetryAfter).
 func (s *Service) SendCode(ctx context.Context, phone string) error {
 	if !ValidPhone(phone) {
 		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
@@ -174,7 +183,7 @@ func (s *Service) SendCode(ctx context.Context, phone string) error {
 	}
 	now := s.now()
 	hash := s.codeHash(phone, code)
-	if err := s.Auth.SaveCode(ctx, phone, hash, now, CodeTTL, CodeResendAfter); err != nil {
+	if err := s.Auth.SaveCode(ctx, phone, hash, now, CodeTTL, s.Limits.resendAfter()); err != nil {
 		giveBack()
 		return err
 	}
@@ -201,7 +210,8 @@ func codePhoneKey(phone string) string { return "code:phone:" + phone }
 // such refusals do not count against the phone's code. Each login reserves
 // a failure of its address before the code is checked and gives it back
 // when the code matched, so concurrent wrong guesses cannot pass the limit.
-// A wrong try that burns the code gives the phone's quota its unit back.
+// A code burned by wrong tries spent its unit of the phone's quota, and its
+// resend wait still holds.
 func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
@@ -223,9 +233,6 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 				s.refund(ctx, failKey, s.Limits.FailsPerClient)
 			}
 			return "", err
-		}
-		if errors.Is(err, ErrCodeBurned) {
-			s.refund(ctx, codePhoneKey(phone), s.Limits.CodePerPhone)
 		}
 		return "", Errorf(EINVALID, codeRefusal)
 	}

@@ -30,8 +30,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	// RetryAfter, for ETOOMANY and EUNAVAILABLE, is how long to wait before
-	// trying again (0: not said).
+	// RetryAfter, for ETOOMANY, EUNAVAILABLE and the ECONFLICT of a code
+	// asked for too soon (ResendTooSoon), is how long to wait before trying
+	// again (0: not said).
 	RetryAfter time.Duration
 }
 
@@ -71,7 +72,8 @@ func ErrorMessage(err error) string {
 // ErrNotFound is a convenience for stores that found no row.
 func ErrNotFound(what string) *Error { return Errorf(ENOTFOUND, "%s not found", what) }
 
-// RetryAfter returns the wait of an ETOOMANY error in err's chain (0 if none).
+// RetryAfter returns the wait of the first *Error in err's chain (0 if none
+// or not said).
 func RetryAfter(err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) {

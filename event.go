@@ -17,9 +17,10 @@ const (
 	// EventNotification: a notification group of Users[0] was created,
 	// changed or removed; Entry.PostID is the group's id (notify.go).
 	EventNotification = "notification"
-	// EventRevoke: the live streams of Users must end, because what they
-	// may show changed: a session ended (logout) or a block was set or
-	// lifted. Their clients reconnect, authenticated and filtered anew.
+	// EventRevoke: the live streams of Users must end, because their own
+	// act changed what they may show: a session ended (logout), or they
+	// set or lifted a block. Their clients reconnect, authenticated and
+	// filtered anew. What others do never revokes a user's streams.
 	EventRevoke = "revoke"
 )
 

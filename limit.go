@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -84,12 +85,17 @@ func (l *Limit) Set(s string) error {
 type LoginLimits struct {
 	CodePerClient  Limit // codes asked for per client address
 	CodeTotal      Limit // codes sent in total
-	CodePerPhone   Limit // codes sent per phone (besides CodeResendAfter)
+	CodePerPhone   Limit // codes sent per phone, burned or not (besides CodeResendAfter)
 	FailsPerClient Limit // failed logins per client address
 	// CodePerPhoneClient: codes sent to one phone at the request of one
 	// client address, so that no address spends much of CodePerPhone.
 	CodePerPhoneClient Limit
+	// CodeResendAfter is the least time between two codes of one phone,
+	// whoever asks (feed.CodeResendAfter if zero).
+	CodeResendAfter time.Duration
 }
+
+func (l LoginLimits) resendAfter() time.Duration { return cmp.Or(l.CodeResendAfter, CodeResendAfter) }
 
 // DefaultLoginLimits are the limits the command starts with.
 var DefaultLoginLimits = LoginLimits{
@@ -99,6 +105,7 @@ var DefaultLoginLimits = LoginLimits{
 	FailsPerClient: Limit{20, 10 * time.Minute},
 
 	CodePerPhoneClient: Limit{3, 24 * time.Hour},
+	CodeResendAfter:    CodeResendAfter,
 }
 
 // RateStore counts events in fixed windows anchored at each key's first

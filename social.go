@@ -54,9 +54,11 @@ type SocialStore interface {
 	// a FollowJob with Follow=false for each removed follow in the same
 	// transaction) and targetID's likes of userID's posts (keeping like
 	// counts in step); afterwards PostStore.SetLike and ToggleLike refuse
-	// targetID's likes of userID's posts as "post not found". Idempotent.
-	// ENOTFOUND if targetID does not exist.
-	SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error
+	// targetID's likes of userID's posts as "post not found". Idempotent:
+	// changed reports whether a block was made or removed (false when
+	// userID already did, or did not, block targetID). ENOTFOUND if
+	// targetID does not exist.
+	SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) (changed bool, err error)
 	// Muted and Blocked list the ids userID mutes or blocks, after the given
 	// id (keyset, ascending), at most limit.
 	Muted(ctx context.Context, userID, after int64, limit int) ([]int64, error)
@@ -161,13 +163,14 @@ func (s *Service) Mute(ctx context.Context, userID, targetID int64, mute bool) e
 }
 
 // Block makes userID block (block=true) or unblock targetID. Blocking
-// removes the follows both ways and stops future follows. Idempotent.
-func (s *Service) Block(ctx context.Context, userID, targetID int64, block bool) error {
+// removes the follows both ways and stops future follows. Idempotent:
+// changed reports whether the block was made or removed by this call.
+func (s *Service) Block(ctx context.Context, userID, targetID int64, block bool) (changed bool, err error) {
 	if err := validID("id", targetID); err != nil {
-		return err
+		return false, err
 	}
 	if userID == targetID {
-		return Errorf(EINVALID, "you cannot block yourself")
+		return false, Errorf(EINVALID, "you cannot block yourself")
 	}
 	return s.Social.SetBlock(ctx, userID, targetID, block, s.now())
 }

@@ -6,57 +6,84 @@ import (
 	"time"
 )
 
-// Per-user limits of writes: how many posts, follow changes and likes one
-// account makes, and how many live streams it opens, per window. They
-// bound what one account (or a stolen token) can make the rest of the
-// service do: every post and every follow change is fan-out work that all
-// users' timelines wait behind. The counters are the login limits' (a
+// Per-user limits of writes: how many posts, deletes, follow changes,
+// likes, blocks, mutes, muted words and notification changes one account
+// makes, and how many live streams it opens, per window. They bound what
+// one account (or a stolen token) can make the rest of the service do:
+// every post, delete and follow change is fan-out work that all users'
+// timelines wait behind, and on the embedded SQLite every accepted write is
+// a transaction on the one writer. The counters are the login limits' (a
 // RateStore shared by every API process: fixed windows anchored at the
-// first event, limit.go).
+// first event, limit.go). Reports have a limit of their own
+// (Service.ReportLimit), counted only for reports that are filed.
 
 // WriteKind names one per-user limit.
 type WriteKind int
 
 const (
-	WritePost    WriteKind = iota // a post published
-	WriteFollow                   // a follow or unfollow asked for
-	WriteLike                     // a like set or removed
-	WriteStream                   // a live stream opened (a reconnect is one too)
-	WriteComment                  // a comment or reply added
+	WritePost         WriteKind = iota // a post published
+	WriteFollow                        // a follow or unfollow asked for
+	WriteLike                          // a like set or removed
+	WriteStream                        // a live stream opened (a reconnect is one too)
+	WriteDelete                        // a post (either API) or a comment deleted
+	WriteBlock                         // a block or unblock asked for
+	WriteMute                          // a mute or unmute asked for
+	WriteMutedWord                     // a muted word added or removed
+	WriteNotification                  // notifications marked read or dismissed
+	WriteComment                       // a comment or reply added
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
 type WriteLimits struct {
-	Posts    Limit
-	Follows  Limit
-	Likes    Limit
-	Streams  Limit
-	Comments Limit
+	Posts         Limit
+	Follows       Limit
+	Likes         Limit
+	Streams       Limit
+	Deletes       Limit
+	Blocks        Limit
+	Mutes         Limit
+	MutedWords    Limit
+	Notifications Limit
+	Comments      Limit
 }
 
-// DefaultWriteLimits are the limits the command starts with.
+// DefaultWriteLimits are the limits the command starts with. A delete
+// costs what a post costs (a fan-out to the author's audience), a block
+// what a follow change costs (it removes follows both ways); mutes and
+// muted words are one row each, notification changes one statement.
 var DefaultWriteLimits = WriteLimits{
-	Posts:    Limit{30, time.Minute},
-	Follows:  Limit{60, time.Minute},
-	Likes:    Limit{300, time.Minute},
-	Streams:  Limit{30, time.Minute},
-	Comments: Limit{60, time.Minute},
+	Posts:         Limit{30, time.Minute},
+	Follows:       Limit{60, time.Minute},
+	Likes:         Limit{300, time.Minute},
+	Streams:       Limit{30, time.Minute},
+	Deletes:       Limit{30, time.Minute},
+	Blocks:        Limit{30, time.Minute},
+	Mutes:         Limit{60, time.Minute},
+	MutedWords:    Limit{60, time.Minute},
+	Notifications: Limit{120, time.Minute},
+	Comments:      Limit{60, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
 // of its refusal.
 func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
-	switch kind {
-	case WritePost:
-		return l.Posts, "post:user:", "posts"
-	case WriteFollow:
-		return l.Follows, "follow:user:", "follow changes"
-	case WriteLike:
-		return l.Likes, "like:user:", "likes"
-	case WriteComment:
-		return l.Comments, "comment:user:", "comments"
+	rules := [...]struct {
+		limit     Limit
+		key, what string
+	}{
+		WritePost:         {l.Posts, "post:user:", "posts"},
+		WriteFollow:       {l.Follows, "follow:user:", "follow changes"},
+		WriteLike:         {l.Likes, "like:user:", "likes"},
+		WriteStream:       {l.Streams, "stream:user:", "stream connections"},
+		WriteDelete:       {l.Deletes, "delete:user:", "deletes"},
+		WriteBlock:        {l.Blocks, "block:user:", "block changes"},
+		WriteMute:         {l.Mutes, "mute:user:", "mute changes"},
+		WriteMutedWord:    {l.MutedWords, "mutedword:user:", "muted word changes"},
+		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
+		WriteComment:      {l.Comments, "comment:user:", "comments"},
 	}
-	return l.Streams, "stream:user:", "stream connections"
+	r := rules[kind]
+	return r.limit, r.key, r.what
 }
 
 // CountWrite counts one write of kind by userID against s.WriteLimits and

@@ -40,7 +40,9 @@ func TestBlocks(t *testing.T, open func(t *testing.T) *Backend) {
 	must(t, s.SetLike(ctx, owner, mine.ID, true), "SetLike by the owner")
 	b.Jobs()
 
-	must(t, s.Block(ctx, owner, attacker, true), "Block")
+	if changed, err := s.Block(ctx, owner, attacker, true); err != nil || !changed {
+		t.Fatalf("Block: changed %v, %v; want a change", changed, err)
+	}
 	b.Jobs()
 
 	for _, id := range posts {
@@ -98,7 +100,9 @@ func TestBlocks(t *testing.T, open func(t *testing.T) *Backend) {
 		}
 	}
 
-	must(t, s.Block(ctx, owner, attacker, false), "Unblock")
+	if changed, err := s.Block(ctx, owner, attacker, false); err != nil || !changed {
+		t.Fatalf("Unblock: changed %v, %v; want a change", changed, err)
+	}
 	b.Jobs()
 	if _, err := s.Post(ctx, attacker, posts[0]); err != nil {
 		t.Fatalf("after unblocking, the user reads the post: %v", err)

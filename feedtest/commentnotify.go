@@ -64,7 +64,8 @@ func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.Notif
 	}
 
 	// A block removes the actor's part and keeps new ones out; so does a mute.
-	must(t, w.s.Block(ctx, a, cy, true), "Block")
+	_, err := w.s.Block(ctx, a, cy, true)
+	must(t, err, "Block")
 	b.Jobs()
 	must(t, w.s.Mute(ctx, a, fa, true), "Mute")
 	comment(fa, 0, "muted")

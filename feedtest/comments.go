@@ -358,9 +358,10 @@ func testCommentBlocks(t *testing.T, b *Backend) {
 	p, q := w.post(a), w.post(c) // a's post, and a third user's
 	ac := w.comment(a, q.ID, "a's comment on c's post")
 	xc := w.comment(x, q.ID, "x's comment on c's post")
-	must(t, b.Social.SetBlock(ctx, a, x, true, base()), "SetBlock")
+	_, err := b.Social.SetBlock(ctx, a, x, true, base())
+	must(t, err, "SetBlock")
 	b.Jobs()
-	_, err := w.add(x, p.ID, 0, "on the blocker's post")
+	_, err = w.add(x, p.ID, 0, "on the blocker's post")
 	wantCode(t, err, feed.ENOTFOUND, "a blocked user's comment")
 	_, err = w.add(x, q.ID, ac.ID, "a reply to the blocker")
 	wantCode(t, err, feed.ENOTFOUND, "a blocked user's reply to the blocker")
@@ -378,7 +379,8 @@ func testCommentBlocks(t *testing.T, b *Backend) {
 	wantCode(t, err, feed.ENOTFOUND, "the blocker's thread, to the blocked")
 	_, err = w.s.PostComments(ctx, x, p.ID, "", nil, 10)
 	wantCode(t, err, feed.ENOTFOUND, "the comments of the blocker's post, to the blocked")
-	must(t, b.Social.SetBlock(ctx, a, x, false, base()), "unblock")
+	_, err = b.Social.SetBlock(ctx, a, x, false, base())
+	must(t, err, "unblock")
 	w.comment(x, p.ID, "after the unblock")
 }
 

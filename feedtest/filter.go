@@ -67,8 +67,10 @@ func testReports(t *testing.T, b *Backend) {
 	r1, r2, r3, r4, r5 := newUser(t, b, 2, old).ID, newUser(t, b, 3, old).ID, newUser(t, b, 4, old).ID, newUser(t, b, 5, old).ID, newUser(t, b, 6, old).ID
 	young, young2, r6 := newUser(t, b, 7, now).ID, newUser(t, b, 10, now).ID, newUser(t, b, 11, old).ID
 	blocked, blocking := newUser(t, b, 8, old).ID, newUser(t, b, 9, old).ID
-	must(t, b.Social.SetBlock(ctx, author, blocked, true, now), "SetBlock")
-	must(t, b.Social.SetBlock(ctx, blocking, author, true, now), "SetBlock")
+	for _, pair := range [][2]int64{{author, blocked}, {blocking, author}} {
+		_, err := b.Social.SetBlock(ctx, pair[0], pair[1], true, now)
+		must(t, err, "SetBlock")
+	}
 	p := &feed.Post{UserID: author, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now}
 	q := &feed.Post{UserID: author, Title: "u", Content: "c", CreatedAt: now, UpdatedAt: now}
 	must(t, b.Posts.CreatePost(ctx, p), "CreatePost")

@@ -259,7 +259,8 @@ func testNotifyBlocks(t *testing.T, b *NotifyBackend) {
 	w.like(a, q, true)
 	w.follow(bo, a, true)
 	w.follow(a, bo, true)
-	must(t, w.s.Block(t.Context(), a, bo, true), "Block")
+	_, err := w.s.Block(t.Context(), a, bo, true)
+	must(t, err, "Block")
 	b.Jobs()
 	wantGroups(t, w.page(a), fmt.Sprintf("like:%d:1:[%d]", p, cy))
 	wantGroups(t, w.page(bo)) // both ways
@@ -268,7 +269,8 @@ func testNotifyBlocks(t *testing.T, b *NotifyBackend) {
 	w.like(a, q, true)
 	wantGroups(t, w.page(bo))
 	wantCode(t, w.s.SetLike(t.Context(), bo, p, true), feed.ENOTFOUND, "the blocked user likes")
-	must(t, w.s.Block(t.Context(), a, bo, false), "Unblock")
+	_, err = w.s.Block(t.Context(), a, bo, false)
+	must(t, err, "Unblock")
 	// A mute takes the muted user's actions out, and keeps new ones out.
 	w.like(di, p, true)
 	must(t, w.s.Mute(t.Context(), a, di, true), "Mute")

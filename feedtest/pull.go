@@ -55,7 +55,8 @@ func testPullFollowees(t *testing.T, b *Backend) {
 		case k < 7 && x != y:
 			block := r.IntN(2) == 0
 			what = fmt.Sprintf("op %d: SetBlock(%d, %d, %v)", i, x, y, block)
-			must(t, b.Social.SetBlock(ctx, x, y, block, now), what)
+			_, err := b.Social.SetBlock(ctx, x, y, block, now)
+			must(t, err, what)
 		default:
 			m := modes[r.IntN(len(modes))]
 			what = fmt.Sprintf("op %d: SetMode(%d, %d)", i, y, m)

@@ -170,10 +170,16 @@ func testBlocks(t *testing.T, b *Backend) {
 	setFollow(t, b, c, a, true, now)
 	setFollow(t, b, d, c, true, now)
 	setFollow(t, b, a, e, true, now)
-	block := func(x, y int64, on bool, removed ...feed.FollowJob) {
+	// block sets a block and checks what it reports (changed) and the
+	// follow jobs it enqueued (removed).
+	block := func(x, y int64, on, changed bool, removed ...feed.FollowJob) {
 		t.Helper()
 		what := fmt.Sprintf("SetBlock(%d, %d, %v)", x, y, on)
-		must(t, b.Social.SetBlock(ctx, x, y, on, now), what)
+		got, err := b.Social.SetBlock(ctx, x, y, on, now)
+		must(t, err, what)
+		if got != changed {
+			t.Fatalf("%s reported changed = %v, want %v", what, got, changed)
+		}
 		wantFollowJobs(t, b, what, removed...)
 	}
 	blocked := func(x int64, want ...int64) {
@@ -197,16 +203,20 @@ func testBlocks(t *testing.T, b *Backend) {
 		wantNoJobs(t, b, "an unfollow of no follow")
 	}
 
-	wantMessage(t, b.Social.SetBlock(ctx, a, a, true, now), feed.EINVALID, "you cannot block yourself", "SetBlock of oneself")
-	wantMessage(t, b.Social.SetBlock(ctx, a, a, false, now), feed.EINVALID, "you cannot block yourself", "SetBlock(false) of oneself")
-	wantCode(t, b.Social.SetBlock(ctx, a, missing, true, now), feed.ENOTFOUND, "SetBlock of a missing user")
-	wantCode(t, b.Social.SetBlock(ctx, a, missing, false, now), feed.ENOTFOUND, "SetBlock(false) of a missing user")
+	setBlock := func(x, y int64, on bool) error {
+		_, err := b.Social.SetBlock(ctx, x, y, on, now)
+		return err
+	}
+	wantMessage(t, setBlock(a, a, true), feed.EINVALID, "you cannot block yourself", "SetBlock of oneself")
+	wantMessage(t, setBlock(a, a, false), feed.EINVALID, "you cannot block yourself", "SetBlock(false) of oneself")
+	wantCode(t, setBlock(a, missing, true), feed.ENOTFOUND, "SetBlock of a missing user")
+	wantCode(t, setBlock(a, missing, false), feed.ENOTFOUND, "SetBlock(false) of a missing user")
 	wantNoJobs(t, b, "refused SetBlock")
 	wantCounts(t, b, a, 1, 2)
 	blocked(a)
 
 	// a blocks c: the follows both ways go, each with its job and counts.
-	block(a, c, true, feed.FollowJob{FollowerID: a, FolloweeID: c}, feed.FollowJob{FollowerID: c, FolloweeID: a})
+	block(a, c, true, true, feed.FollowJob{FollowerID: a, FolloweeID: c}, feed.FollowJob{FollowerID: c, FolloweeID: a})
 	if isFollowing(t, b, a, c) || isFollowing(t, b, c, a) {
 		t.Fatal("a follow across a block survived it")
 	}
@@ -214,7 +224,7 @@ func testBlocks(t *testing.T, b *Backend) {
 	wantCounts(t, b, c, 1, 0) // still followed by d
 	wantCounts(t, b, d, 0, 1)
 	wantCounts(t, b, e, 1, 0)
-	block(a, c, true) // idempotent: nothing more to remove
+	block(a, c, true, false) // idempotent: nothing more to remove
 	wantCounts(t, b, a, 0, 1)
 	wantCounts(t, b, c, 1, 0)
 	blocked(a, c)
@@ -233,21 +243,21 @@ func testBlocks(t *testing.T, b *Backend) {
 
 	// A block removes only the follows that exist: one direction here, and
 	// none between e and f.
-	block(d, c, true, feed.FollowJob{FollowerID: d, FolloweeID: c})
+	block(d, c, true, true, feed.FollowJob{FollowerID: d, FolloweeID: c})
 	wantCounts(t, b, c, 0, 0)
 	wantCounts(t, b, d, 0, 0)
-	block(e, f, true)
+	block(e, f, true, true)
 	blocked(e, f)
 
 	// Both block each other: lifting one block is not enough.
-	block(c, a, true)
-	block(a, c, false)
-	block(a, c, false) // idempotent
+	block(c, a, true, true)
+	block(a, c, false, true)
+	block(a, c, false, false) // idempotent
 	blocked(a)
 	blocked(c, a)
 	refused(a, c)
 	refused(c, a)
-	block(c, a, false)
+	block(c, a, false, true)
 	blocked(c)
 
 	// Unblocked: follows are allowed again, with their jobs.
@@ -255,7 +265,7 @@ func testBlocks(t *testing.T, b *Backend) {
 	wantFollowJobs(t, b, "SetFollow after unblock", feed.FollowJob{FollowerID: a, FolloweeID: c, Follow: true})
 	wantCounts(t, b, a, 0, 2)
 	wantCounts(t, b, c, 1, 0)
-	block(e, f, false)
+	block(e, f, false, true)
 	setFollow(t, b, f, e, true, now)
 	wantCounts(t, b, e, 2, 0)
 }
@@ -319,13 +329,15 @@ func testSocialLists(t *testing.T, b *Backend) {
 		must(t, b.Social.SetMute(ctx, hub, id, true, now), "SetMute")
 	}
 	for _, id := range blocked {
-		must(t, b.Social.SetBlock(ctx, hub, id, true, now), "SetBlock")
+		_, err := b.Social.SetBlock(ctx, hub, id, true, now)
+		must(t, err, "SetBlock")
 	}
 	// The outsider's relations must not show up in hub's lists.
 	setFollow(t, b, outsider, others[0], true, now)
 	setFollow(t, b, others[1], outsider, true, now)
 	must(t, b.Social.SetMute(ctx, outsider, others[2], true, now), "SetMute")
-	must(t, b.Social.SetBlock(ctx, outsider, others[3], true, now), "SetBlock")
+	_, err := b.Social.SetBlock(ctx, outsider, others[3], true, now)
+	must(t, err, "SetBlock")
 	b.Jobs()
 
 	lists := []struct {
@@ -555,9 +567,9 @@ func testSocialConcurrent(t *testing.T, b *Backend) {
 				case k < 7:
 					err = b.Follows.SetFollow(ctx, x, y, false, now)
 				case k < 9:
-					err = b.Social.SetBlock(ctx, x, y, false, now)
+					_, err = b.Social.SetBlock(ctx, x, y, false, now)
 				default:
-					err = b.Social.SetBlock(ctx, x, y, true, now)
+					_, err = b.Social.SetBlock(ctx, x, y, true, now)
 				}
 				errs <- err
 			}

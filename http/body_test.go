@@ -215,3 +215,71 @@ func TestDecodeTooLargeCode(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyStep: the body step reads bodies of every size and kind within
+// the budget and gives every byte back when the request ends; a body too
+// large is still 413, and one that does not fit the budget beside another
+// held is 503 with Retry-After; a handler reading a body that no body
+// step read fails (500), so no route can read one unadmitted.
+func TestBodyStep(t *testing.T) {
+	s, _ := testServer(t)
+	s.bodies = &budget{limit: MinBodyMemory}
+	var called bool
+	h := s.limitBody(holdBody(s.body(decodingHandler(s, &called))))
+	for _, tc := range []struct {
+		name          string
+		body          []byte
+		unknownLength bool
+		want          int
+	}{
+		{"small", object(100), false, 200},
+		{"small, unknown length", object(100), true, 200},
+		{"exactly the limit", object(MaxBody), false, 200},
+		{"exactly the limit, unknown length", padded(MaxBody), true, 200},
+		{"over the limit, unknown length", padded(MaxBody + 1), true, 413},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, post("/user/login", tc.body, tc.unknownLength))
+		if w.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
+		}
+		if n := s.bodies.used.Load(); n != 0 {
+			t.Errorf("%s: %d bytes still counted after the request", tc.name, n)
+		}
+	}
+
+	// A body held by a handler leaves no room for a second large one.
+	hold, release := make(chan struct{}), make(chan struct{})
+	holding := s.limitBody(holdBody(s.body(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(hold)
+		<-release
+	}))))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		holding.ServeHTTP(httptest.NewRecorder(), post("/user/login", object(MaxBody/2+1), false))
+	}()
+	<-hold
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, post("/v1/auth/login", object(MaxBody/2+1), false))
+	if w.Code != 503 || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), `"busy"`) {
+		t.Errorf("a second large body beside a held one: %d %v %s, want 503 busy with Retry-After", w.Code, w.Header(), w.Body)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, post("/user/login", object(1000), false))
+	if w.Code != 200 {
+		t.Errorf("a small body beside a held one: %d %s, want 200", w.Code, w.Body)
+	}
+	close(release)
+	<-done
+	if n := s.bodies.used.Load(); n != 0 {
+		t.Errorf("%d bytes still counted after every request", n)
+	}
+
+	// No body step: the handler cannot read the body.
+	w = httptest.NewRecorder()
+	holdBody(decodingHandler(s, &called)).ServeHTTP(w, post("/user/login", object(100), false))
+	if w.Code != 500 {
+		t.Errorf("a body read without the body step: %d %s, want 500", w.Code, w.Body)
+	}
+}

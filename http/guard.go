@@ -1,13 +1,8 @@
 package http
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"errors"
-	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,13 +16,9 @@ import (
 // Guards of both APIs against other sites and slow or greedy clients
 // (docs/API.md, "Hardening (both APIs)" and "Limits"): the standard
 // library's cross-origin protection, the media type of /v1 bodies, the
-// body read before a request takes a concurrency slot, the per-user write
-// limits, and the end of a user's live streams when a session ends or a
-// block changes.
-
-// DefaultBodyTimeout is how long a request body may take to arrive
-// (Server.BodyTimeout).
-const DefaultBodyTimeout = 5 * time.Second
+// per-user write limits, the end of a user's live streams when their
+// session ends or their blocks change, and the concurrency slot a request
+// holds (the body's rules are body.go's).
 
 // NewCrossOrigin returns the standard library's cross-origin protection
 // trusting origins (each scheme://host[:port], such as the origin of a page
@@ -99,54 +90,6 @@ func (s *Server) v1JSONBody(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads r's body into memory (at most MaxBody+1 bytes: limitBody
-// refuses more) within s.BodyTimeout, so that a request holds a
-// concurrency slot only once its body is here: clients trickling bodies
-// hold connections, not the slots other users' writes need. A body that
-// does not arrive in time is answered 408 and false is returned.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) bool {
-	if !hasBody(r) || r.ContentLength > MaxBody {
-		return true // nothing to read, or refused unread by limitBody
-	}
-	rc := http.NewResponseController(w)
-	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
-	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
-	// The request's own deadline no longer matters once its body is read;
-	// left in place, it would cancel the request's context when it passes.
-	_ = rc.SetReadDeadline(time.Time{})
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			s.refuseSlowBody(w, r, timeout)
-			return false
-		}
-		// The client went away or sent a malformed chunk: the handler's
-		// read sees the same error.
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		return true
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
-}
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-func (s *Server) refuseSlowBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
-	msg := "the request body did not arrive within " + timeout.String()
-	w.Header().Set("Connection", "close")
-	noteCode(r, "request_timeout")
-	if isV1(r) {
-		var body v1Error
-		body.Error.Code, body.Error.Message = "request_timeout", msg
-		s.v1JSON(w, http.StatusRequestTimeout, body)
-		return
-	}
-	s.encode(w, http.StatusRequestTimeout, envelope{ErrorMsg: msg})
-}
-
 // perUser counts the caller's write of kind against the per-user limits
 // (feed.Service.CountWrite) before next serves it; over the limit, the
 // refusal is a 429 with Retry-After on /v1, the compatible refusal
@@ -169,41 +112,89 @@ func (s *Server) perUser(kind feed.WriteKind, next http.Handler) http.Handler {
 	})
 }
 
-// endStreams ends, once next has succeeded (a 2xx), the live streams of
-// the caller and of the user the path's {id} names (if any), in every API
-// process: a logout ends the session they were opened with, a block
-// changes what both users may see. Their clients reconnect, authenticated
-// and filtered anew.
+// endStreams ends, once next has succeeded (a 2xx), the caller's live
+// streams (endStreamsOf): a logout ends the session they were opened with.
 func (s *Server) endStreams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid := userID(r)
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if s.Streams == nil || sw.status < 200 || sw.status > 299 {
-			return
-		}
-		users := []int64{uid}
-		if id, err := strconv.ParseInt(r.PathValue("id"), 10, 64); err == nil && id > 0 && id != uid {
-			users = append(users, id)
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		if err := s.Streams.Events.Publish(ctx, feed.Event{Kind: feed.EventRevoke, Users: users}); err != nil {
-			s.Log.Warn("end live streams", "user_id", uid, "error", err)
+		if sw.status >= 200 && sw.status <= 299 {
+			s.endStreamsOf(r.Context(), userID(r))
 		}
 	})
 }
 
-// admission is the concurrency slot a request holds (shed.go). A live
-// stream keeps it past its handler's return while it opens (subscription,
-// replay) and gives it back when it goes live.
-type admission struct {
-	once  sync.Once
-	leave func()
-	kept  atomic.Bool
+// endStreamsOf ends the live streams of userID, and only theirs, in every
+// API process; their clients reconnect, authenticated and filtered anew.
+// Only the user's own acts end them (a logout, a block or unblock that
+// changed something): what others do reaches a stream as events, each
+// filtered as it is sent (Service.StreamViews), so that nobody else can
+// end a user's stream, nor spend the stream opens its reconnects count
+// against (docs/API.md, "Hardening (both APIs)").
+func (s *Server) endStreamsOf(ctx context.Context, userID int64) {
+	if s.Streams == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.Streams.Events.Publish(ctx, feed.Event{Kind: feed.EventRevoke, Users: []int64{userID}}); err != nil {
+		s.Log.Warn("end live streams", "user_id", userID, "error", err)
+	}
 }
 
-func (a *admission) release() { a.once.Do(a.leave) }
+// admission is the concurrency slot a request holds (shed.go). A request
+// lends it back while its body arrives (pause, resume: body.go). A live
+// stream keeps it past its handler's return while it opens (subscription,
+// replay) and gives it back when it goes live. The methods of a nil
+// admission (a request no gate admitted) do nothing.
+type admission struct {
+	g     *gate
+	wait  time.Duration // the longest a resume waits for the slot
+	retry time.Duration // the Retry-After of a refusal
+
+	mu   sync.Mutex
+	held bool
+	kept atomic.Bool
+}
+
+// release gives the slot back, if held; idempotent.
+func (a *admission) release() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.held {
+		a.held = false
+		a.g.leave()
+	}
+}
+
+// pause lends the slot back until resume.
+func (a *admission) pause() { a.release() }
+
+// resume takes the slot again, waiting at most the admission's wait, and
+// reports whether it did.
+func (a *admission) resume(r *http.Request) bool {
+	if a == nil {
+		return true
+	}
+	if !a.g.enter(r, a.wait) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held = true
+	return true
+}
+
+// retryAfter is the Retry-After of a refusal of the request.
+func (a *admission) retryAfter() time.Duration {
+	if a == nil {
+		return time.Second
+	}
+	return a.retry
+}
 
 type admissionKey struct{}
 

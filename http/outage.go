@@ -13,7 +13,7 @@ import (
 const outageRetry = time.Second
 
 // outage turns an error without a code that Server.Unavailable recognises
-// (the database unreachable, restarting) into EUNAVAILABLE: a 503 with
+// (the database unreachable, restarting, locked or full) into EUNAVAILABLE: a 503 with
 // Retry-After in both APIs, counted as a refusal, rather than a 500 logged
 // as a fault. Other errors are returned as they are.
 func (s *Server) outage(r *http.Request, err error) error {

@@ -10,14 +10,18 @@ import (
 // routes is the whole HTTP surface of feedd in one place.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	auth, opt := s.requireUser, s.optionalUser
+	// A request's body is read (s.body, body.go) only once the request is
+	// admitted (shedding, below) and authenticated: after auth and v1, and
+	// on the logins, which need none.
+	auth := func(h http.Handler) http.Handler { return s.requireUser(s.body(h)) }
+	opt, anon := s.optionalUser, s.body
 
 	mux.Handle("GET /healthz", s.handleHealthz())
 	mux.Handle("GET /readyz", s.handleReadyz())
 
 	// Compatible API (docs/API.md).
 	mux.Handle("POST /user/code", s.handleSendCode())
-	mux.Handle("POST /user/login", s.handleLogin())
+	mux.Handle("POST /user/login", anon(s.handleLogin()))
 	mux.Handle("POST /user/logout", auth(s.endStreams(s.handleLogout())))
 	mux.Handle("GET /user/me", auth(s.handleMe()))
 	mux.Handle("GET /user/{id}", auth(s.handleUser()))
@@ -25,7 +29,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.Handle("POST /blog", auth(s.perUser(feed.WritePost, s.handlePublish())))
 	mux.Handle("GET /blog/{id}", auth(s.handleBlog()))
-	mux.Handle("DELETE /blog/{id}", auth(s.handleDeleteBlog()))
+	mux.Handle("DELETE /blog/{id}", auth(s.perUser(feed.WriteDelete, s.handleDeleteBlog())))
 	mux.Handle("PUT /blog/like/{id}", auth(s.perUser(feed.WriteLike, s.handleLike())))
 	mux.Handle("GET /blog/likes/{id}", auth(s.handleLikers()))
 	mux.Handle("GET /blog/of/me", auth(s.handleBlogsOfMe()))
@@ -38,10 +42,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /follow/common/{id}", auth(s.handleCommonFollows()))
 
 	// Native API (openapi.json): REST resources, snake_case JSON, HTTP statuses.
-	v1 := s.v1RequireUser
+	v1 := func(h http.Handler) http.Handler { return s.v1RequireUser(s.body(h)) }
 	mux.Handle("GET /v1/openapi.json", s.v1OpenAPI())
-	mux.Handle("POST /v1/auth/code", s.v1SendCode())
-	mux.Handle("POST /v1/auth/login", s.v1Login())
+	mux.Handle("POST /v1/auth/code", anon(s.v1SendCode()))
+	mux.Handle("POST /v1/auth/login", anon(s.v1Login()))
 	mux.Handle("DELETE /v1/auth/session", v1(s.endStreams(s.v1Logout())))
 	mux.Handle("GET /v1/me", v1(s.v1Me()))
 	mux.Handle("GET /v1/users/{id}", v1(s.v1UserProfile()))
@@ -50,7 +54,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/users/{id}/posts", v1(s.v1UserPosts()))
 	mux.Handle("POST /v1/posts", v1(s.perUser(feed.WritePost, s.v1Publish())))
 	mux.Handle("GET /v1/posts/{id}", v1(s.v1Post()))
-	mux.Handle("DELETE /v1/posts/{id}", v1(s.v1DeletePost()))
+	mux.Handle("DELETE /v1/posts/{id}", v1(s.perUser(feed.WriteDelete, s.v1DeletePost())))
 	mux.Handle("PUT /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(true))))
 	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(false))))
 	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
@@ -59,30 +63,30 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/posts/{id}/comments", v1(s.v1PostComments()))
 	mux.Handle("GET /v1/comments/{id}", v1(s.v1Comment()))
 	mux.Handle("GET /v1/comments/{id}/replies", v1(s.v1CommentReplies()))
-	mux.Handle("DELETE /v1/comments/{id}", v1(s.v1DeleteComment()))
+	mux.Handle("DELETE /v1/comments/{id}", v1(s.perUser(feed.WriteDelete, s.v1DeleteComment())))
 	mux.Handle("PUT /v1/comments/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetCommentLike(true))))
 	mux.Handle("DELETE /v1/comments/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetCommentLike(false))))
-	mux.Handle("PUT /v1/comments/{id}/hidden", v1(s.v1HideComment(true)))
-	mux.Handle("DELETE /v1/comments/{id}/hidden", v1(s.v1HideComment(false)))
+	mux.Handle("PUT /v1/comments/{id}/hidden", v1(s.perUser(feed.WriteDelete, s.v1HideComment(true))))
+	mux.Handle("DELETE /v1/comments/{id}/hidden", v1(s.perUser(feed.WriteDelete, s.v1HideComment(false))))
 	mux.Handle("POST /v1/comments/{id}/report", v1(s.v1ReportComment()))
 	mux.Handle("GET /v1/timeline", s.v1Timeline()) // authenticates itself, as v1 would
 	mux.Handle("GET /v1/timeline/stream", v1(s.v1TimelineStream()))
 	mux.Handle("PUT /v1/following/{id}", v1(s.perUser(feed.WriteFollow, s.v1Follow(true))))
 	mux.Handle("DELETE /v1/following/{id}", v1(s.perUser(feed.WriteFollow, s.v1Follow(false))))
 	mux.Handle("GET /v1/mutes", v1(s.v1UserList(feed.MutedList)))
-	mux.Handle("PUT /v1/mutes/{id}", v1(s.v1Mute(true)))
-	mux.Handle("DELETE /v1/mutes/{id}", v1(s.v1Mute(false)))
+	mux.Handle("PUT /v1/mutes/{id}", v1(s.perUser(feed.WriteMute, s.v1Mute(true))))
+	mux.Handle("DELETE /v1/mutes/{id}", v1(s.perUser(feed.WriteMute, s.v1Mute(false))))
 	mux.Handle("GET /v1/blocks", v1(s.v1UserList(feed.BlockedList)))
-	mux.Handle("PUT /v1/blocks/{id}", v1(s.endStreams(s.v1Block(true))))
-	mux.Handle("DELETE /v1/blocks/{id}", v1(s.endStreams(s.v1Block(false))))
+	mux.Handle("PUT /v1/blocks/{id}", v1(s.perUser(feed.WriteBlock, s.v1Block(true))))
+	mux.Handle("DELETE /v1/blocks/{id}", v1(s.perUser(feed.WriteBlock, s.v1Block(false))))
 	mux.Handle("GET /v1/muted-words", v1(s.v1MutedWords()))
-	mux.Handle("PUT /v1/muted-words/{word}", v1(s.v1SetMutedWord(true)))
-	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.v1SetMutedWord(false)))
+	mux.Handle("PUT /v1/muted-words/{word}", v1(s.perUser(feed.WriteMutedWord, s.v1SetMutedWord(true))))
+	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.perUser(feed.WriteMutedWord, s.v1SetMutedWord(false))))
 	mux.Handle("POST /v1/posts/{id}/report", v1(s.v1Report()))
 	mux.Handle("GET /v1/notifications", v1(s.v1Notifications()))
 	mux.Handle("GET /v1/notifications/unread-count", v1(s.v1UnreadNotifications()))
-	mux.Handle("POST /v1/notifications/read", v1(s.v1ReadNotifications()))
-	mux.Handle("DELETE /v1/notifications/{key}", v1(s.v1DismissNotification()))
+	mux.Handle("POST /v1/notifications/read", v1(s.perUser(feed.WriteNotification, s.v1ReadNotifications())))
+	mux.Handle("DELETE /v1/notifications/{key}", v1(s.perUser(feed.WriteNotification, s.v1DismissNotification())))
 	mux.Handle("/v1/", s.v1NotFound())
 
 	// feedd's own web page (web/): the document at exactly / and its
@@ -98,6 +102,7 @@ func (s *Server) routes() http.Handler {
 	// Cross-origin requests and /v1 bodies that are not JSON are refused
 	// before anything else (guard.go); limitBody answers an oversized body
 	// in the compatible envelope; v1LimitBody answers /v1 requests first,
-	// in the native format.
-	return s.harden(mux, s.crossOrigin(s.v1JSONBody(s.shedding(s.v1LimitBody(s.limitBody(recordRoute(mux)))))), "/", "/v1/")
+	// in the native format; holdBody keeps every body unread until a body
+	// step reads it.
+	return s.harden(mux, s.crossOrigin(s.v1JSONBody(s.shedding(s.v1LimitBody(s.limitBody(holdBody(recordRoute(mux))))))), "/", "/v1/")
 }

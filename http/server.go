@@ -4,6 +4,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,9 +46,10 @@ type Server struct {
 	// nil admits everything.
 	Shed *Shed
 	// Unavailable reports whether an error without a code is a dependency
-	// out of reach for the moment (the database restarting): such errors
-	// are answered 503 unavailable with Retry-After, not 500 (outage.go);
-	// nil: none is.
+	// out of reach for the moment (PostgreSQL restarting, SQLite locked by
+	// another process or full: postgres.Unavailable, sqlite.Unavailable):
+	// such errors are answered 503 unavailable with Retry-After, not 500
+	// (outage.go); nil: none is.
 	Unavailable func(error) bool
 	// AllowedOrigins are the origins (scheme://host[:port]) trusted to
 	// send unsafe cross-origin requests (guard.go, crossOrigin); every
@@ -56,6 +58,12 @@ type Server struct {
 	// BodyTimeout bounds how long a request body may take to arrive
 	// (DefaultBodyTimeout if zero); a slower one is answered 408.
 	BodyTimeout time.Duration
+	// BodyMemory bounds the memory of the request bodies being read or
+	// held at once (DefaultBodyMemory if zero; body.go); past it, 503 with
+	// Retry-After.
+	BodyMemory int64
+
+	bodies *budget // BodyMemory's count, made by Handler
 }
 
 // Handler returns the HTTP handler of the whole API.
@@ -63,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Log == nil {
 		s.Log = slog.Default()
 	}
+	s.bodies = &budget{limit: cmp.Or(s.BodyMemory, DefaultBodyMemory)}
 	return s.observe(s.routes())
 }
 

@@ -134,18 +134,15 @@ func (g *gate) leave() {
 }
 
 // shedding returns next behind sh's admission control (none when sh is
-// nil), its body read first (readBody).
+// nil). A request takes its slot on arrival, once its header is here; one
+// with a body lends it back while the body arrives (body.go).
 func (s *Server) shedding(next http.Handler) http.Handler {
 	sh := s.Shed
 	if sh == nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if s.readBody(w, r) {
-				next.ServeHTTP(w, r)
-			}
-		})
+		return next
 	}
 	reads, writes := newGate(sh.Reads), newGate(sh.Writes)
-	retry := strconv.Itoa(max(int((sh.RetryAfter+time.Second-1)/time.Second), 1))
+	retry := time.Duration(max(int((sh.RetryAfter+time.Second-1)/time.Second), 1)) * time.Second
 	p := &pressure{sh: sh, gates: []*gate{reads, writes}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.tick()
@@ -154,31 +151,17 @@ func (s *Server) shedding(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// A slot is taken once the body is here (guard.go, readBody): a
-		// client trickling its body holds no slot meanwhile.
-		if !s.readBody(w, r) {
-			return
-		}
-		g, wait := writes, sh.WriteWait
+		a := &admission{g: writes, wait: sh.WriteWait, retry: retry}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			g, wait = reads, sh.ReadWait
+			a.g, a.wait = reads, sh.ReadWait
 		}
-		if !g.enter(r, wait) {
-			if sh.OnShed != nil {
-				sh.OnShed(r)
-			}
-			w.Header().Set("Retry-After", retry)
-			if strings.HasPrefix(r.URL.Path, "/v1/") {
-				s.v1Fail(w, r, ErrShed)
-			} else {
-				s.fail(w, r, ErrShed)
-			}
+		if !a.resume(r) {
+			s.refuseBusy(w, r, ErrShed, retry)
 			return
 		}
 		// A live stream opening holds its slot until it is live
 		// (keepAdmission), then holds none: it has limits of its own
 		// (Streams).
-		a := &admission{leave: g.leave}
 		defer func() {
 			if !a.kept.Load() {
 				a.release()
@@ -186,6 +169,20 @@ func (s *Server) shedding(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)))
 	})
+}
+
+// refuseBusy answers err (an EBUSY: shed, or no memory for the body) with
+// 503 and Retry-After in r's API, and tells Shed.OnShed.
+func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, err error, retry time.Duration) {
+	if s.Shed != nil && s.Shed.OnShed != nil {
+		s.Shed.OnShed(r)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(max(int((retry+time.Second-1)/time.Second), 1)))
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.v1Fail(w, r, err)
+	} else {
+		s.fail(w, r, err)
+	}
 }
 
 // pressure tightens and loosens the gates' limits by the fan-out lag

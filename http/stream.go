@@ -57,7 +57,8 @@ type Streams struct {
 	Trace *feed.Tracer
 	// SessionCheck is how often a stream checks that its session is still
 	// live (feed.SessionTTL if zero: a session unused for that long has
-	// expired). Logouts and blocks end streams at once (EventRevoke).
+	// expired). Logouts, and the user's own block changes, end streams at
+	// once (EventRevoke).
 	SessionCheck time.Duration
 
 	mu       sync.Mutex

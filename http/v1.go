@@ -375,9 +375,15 @@ func (s *Server) v1Mute(mute bool) http.Handler {
 	})
 }
 
+// v1Block blocks or unblocks; one that changed something ends the caller's
+// live streams (endStreamsOf), never the other user's.
 func (s *Server) v1Block(block bool) http.Handler {
 	return s.v1Action(func(ctx context.Context, userID, id int64) error {
-		return s.Service.Block(ctx, userID, id, block)
+		changed, err := s.Service.Block(ctx, userID, id, block)
+		if changed {
+			s.endStreamsOf(ctx, userID)
+		}
+		return err
 	})
 }
 

@@ -33,7 +33,13 @@ func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Tim
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
+		// Refused: how long to wait is read apart, only for refusals.
+		var sent int64
+		wait := resendAfter
+		if err := db.Pool.QueryRow(ctx, `SELECT sent_at FROM login_codes WHERE phone = $1`, phone).Scan(&sent); err == nil {
+			wait = resendAfter - now.Sub(time.UnixMilli(sent))
+		}
+		return feed.ResendTooSoon(resendAfter, wait)
 	}
 	return nil
 }
@@ -57,14 +63,10 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
 			return err
 		}
-		// A wrong try is counted (and committed) even though the login is refused.
+		// A wrong try is counted (and committed) even though the login is
+		// refused. The maxTries-th burns the code, whose row stays until
+		// SaveCode replaces it, so that its resend wait holds.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
-		if tries+1 >= maxTries {
-			// Burned: deleted, so the phone may ask for a new code at once.
-			refusal = feed.ErrCodeBurned
-			_, err = tx.Exec(ctx, `DELETE FROM login_codes WHERE phone = $1`, phone)
-			return err
-		}
 		_, err = tx.Exec(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = $1`, phone)
 		return err
 	})

@@ -44,21 +44,25 @@ func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, no
 // It locks the pair's user rows first, as SetFollow does, so a follow racing
 // the block either commits first (and is deleted here) or waits and is
 // refused, and concurrent blocks and unfollows never double count.
-func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error {
+func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) (changed bool, err error) {
 	if userID == targetID {
-		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+		return false, feed.Errorf(feed.EINVALID, "you cannot block yourself")
 	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
+	err = db.tx(ctx, func(tx pgx.Tx) error {
+		changed = false // fn may run again (DB.tx)
 		if err := lockPair(ctx, tx, userID, targetID); err != nil {
 			return err
 		}
 		if !block {
-			_, err := tx.Exec(ctx, `DELETE FROM blocks WHERE user_id = $1 AND blocked_id = $2`, userID, targetID)
+			tag, err := tx.Exec(ctx, `DELETE FROM blocks WHERE user_id = $1 AND blocked_id = $2`, userID, targetID)
+			changed = err == nil && tag.RowsAffected() > 0
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
+		tag, err := tx.Exec(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
+		if err != nil {
 			return err
 		}
+		changed = tag.RowsAffected() > 0
 		if err := db.notifyBlock(ctx, tx, userID, targetID); err != nil {
 			return err
 		}
@@ -88,6 +92,7 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		}
 		return db.enqueue(ctx, tx, jobs...)
 	})
+	return changed && err == nil, err
 }
 
 // Muted implements feed.SocialStore.

@@ -46,8 +46,8 @@ func NewAuthStore(rdb goredis.UniversalClient, prefix string) *AuthStore {
 // Redis server.
 const gcGrace = time.Minute
 
-// saveCodeScript stores a new login code unless the last one was sent less
-// than resendAfter ago (by the caller's clock).
+// saveCodeScript stores a new login code unless the last one (used, burned
+// or not) was sent less than resendAfter ago (by the caller's clock).
 //
 //	KEYS[1] code key
 //	ARGV[1] code hash
@@ -56,16 +56,17 @@ const gcGrace = time.Minute
 //	ARGV[4] resendAfter (ms)
 //	ARGV[5] time to live of the key (ms): garbage collection
 //
-// Returns 1 when stored, 0 when refused (nothing changed).
+// Returns 0 when stored; when refused (nothing changed), the time left
+// until a new code may be sent (ms, at least 1).
 var saveCodeScript = goredis.NewScript(`
 local sent = redis.call('HGET', KEYS[1], 'sent')
 if sent and tonumber(ARGV[2]) - tonumber(sent) < tonumber(ARGV[4]) then
-  return 0
+  return tonumber(ARGV[4]) - (tonumber(ARGV[2]) - tonumber(sent))
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'sent', ARGV[2], 'expires', ARGV[3], 'tries', 0)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1
+return 0
 `)
 
 // consumeCodeScript checks a login code against the live one.
@@ -77,8 +78,8 @@ return 1
 //
 // Returns 1 when it matched (the code is deleted); 0 when there is no live
 // code (none, expired by now, or burned by maxTries wrong tries); 2 when it
-// is wrong (the try is counted); 3 when it is wrong and that try, the
-// maxTries-th, burned the code (deleted).
+// is wrong (the try is counted: the maxTries-th burns the code, whose key
+// stays, so that its resend wait holds).
 var consumeCodeScript = goredis.NewScript(`
 local c = redis.call('HMGET', KEYS[1], 'hash', 'expires', 'tries')
 if not c[1] or tonumber(ARGV[2]) >= tonumber(c[2]) or tonumber(c[3]) >= tonumber(ARGV[3]) then
@@ -87,10 +88,6 @@ end
 if c[1] == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
-end
-if tonumber(c[3]) + 1 >= tonumber(ARGV[3]) then
-  redis.call('DEL', KEYS[1]) -- burned: the phone may ask again at once
-  return 3
 end
 redis.call('HINCRBY', KEYS[1], 'tries', 1)
 return 2
@@ -124,22 +121,21 @@ func (s *AuthStore) SaveCode(ctx context.Context, phone, codeHash string, now ti
 	// The key must outlive both the code and the resend window, as the
 	// SQLite row does.
 	gc := max(ttl, resendAfter) + gcGrace
-	ok, err := saveCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)},
-		codeHash, now.UnixMilli(), now.Add(ttl).UnixMilli(), resendAfter.Milliseconds(), gc.Milliseconds()).Int()
+	wait, err := saveCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)},
+		codeHash, now.UnixMilli(), now.Add(ttl).UnixMilli(), resendAfter.Milliseconds(), gc.Milliseconds()).Int64()
 	if err != nil {
 		if s.Durable != nil && ctx.Err() == nil {
 			return s.Durable.SaveCode(ctx, phone, codeHash, now, ttl, resendAfter)
 		}
 		return err
-	} else if ok == 0 {
-		return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
+	} else if wait > 0 {
+		return feed.ResendTooSoon(resendAfter, time.Duration(wait)*time.Millisecond)
 	}
 	return nil
 }
 
 // ConsumeCode implements feed.AuthStore: one call of consumeCodeScript.
-// EINVALID when there is no live code or it does not match
-// (feed.ErrCodeBurned for the try that burns it).
+// EINVALID when there is no live code or it does not match.
 func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now time.Time, maxTries int) error {
 	res, err := consumeCodeScript.Run(ctx, s.rdb, []string{CodeKey(s.prefix, phone)}, codeHash, now.UnixMilli(), maxTries).Int()
 	switch {
@@ -156,8 +152,6 @@ func (s *AuthStore) ConsumeCode(ctx context.Context, phone, codeHash string, now
 		return feed.Errorf(feed.EINVALID, "the code has expired or was not requested; ask for a new code")
 	case res == 2:
 		return feed.Errorf(feed.EINVALID, "the code is wrong")
-	case res == 3:
-		return feed.ErrCodeBurned
 	}
 	return nil
 }

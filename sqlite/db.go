@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
 
@@ -105,13 +106,23 @@ type Options struct {
 	Synchronous string
 }
 
+// BusyTimeout is how long a statement waits for a lock another process
+// holds (an operator's sqlite3 in a write transaction) before it fails with
+// SQLITE_BUSY, which the API answers 503 (Unavailable). Within feedd the
+// writer is one connection, so only other processes make it wait; their
+// writes take milliseconds. A write may wait for a few such timeouts when
+// the job queue's queries, on the same writer, wait their turn too: short
+// enough that the answer comes well within the server's 30 s write
+// timeout.
+const BusyTimeout = 5 * time.Second
+
 func dsn(path string, readOnly bool, o Options) string {
 	sync := "FULL"
 	if o.Synchronous == "NORMAL" {
 		sync = "NORMAL"
 	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(1)")

@@ -36,21 +36,29 @@ func (db *DB) SetMute(ctx context.Context, userID, targetID int64, mute bool, no
 // SetBlock implements feed.SocialStore. Blocking deletes the follows of the
 // pair in both directions, moves the counters of each follow it deleted and
 // enqueues one feed.FollowJob (Follow false) for it, all in one transaction.
-func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) error {
+func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, now time.Time) (changed bool, err error) {
 	if userID == targetID {
-		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+		return false, feed.Errorf(feed.EINVALID, "you cannot block yourself")
 	}
-	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := userExists(ctx, tx, targetID); err != nil {
 			return err
 		}
 		if !block {
-			_, err := tx.ExecContext(ctx, `DELETE FROM blocks WHERE user_id = ? AND blocked_id = ?`, userID, targetID)
+			res, err := tx.ExecContext(ctx, `DELETE FROM blocks WHERE user_id = ? AND blocked_id = ?`, userID, targetID)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			changed = n > 0
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now))
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, userID, targetID, ms(now)); err != nil {
-			return err
-		}
+		n, _ := res.RowsAffected()
+		changed = n > 0
 		if err := db.notifyBlock(ctx, tx, userID, targetID); err != nil {
 			return err
 		}
@@ -80,6 +88,7 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		}
 		return db.enqueue(ctx, tx, jobs...)
 	})
+	return changed && err == nil, err
 }
 
 // Muted implements feed.SocialStore.

@@ -90,7 +90,7 @@ func (db *DB) SaveCode(ctx context.Context, phone, codeHash string, now time.Tim
 		var sent int64
 		err := tx.QueryRowContext(ctx, `SELECT sent_at FROM login_codes WHERE phone = ?`, phone).Scan(&sent)
 		if err == nil && now.Sub(time.UnixMilli(sent)) < resendAfter {
-			return feed.Errorf(feed.ECONFLICT, "a code was sent less than %d seconds ago; wait before asking again", int(resendAfter.Seconds()))
+			return feed.ResendTooSoon(resendAfter, resendAfter-now.Sub(time.UnixMilli(sent)))
 		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -125,14 +125,10 @@ func (db *DB) ConsumeCode(ctx context.Context, phone, codeHash string, now time.
 			_, err = tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone = ?`, phone)
 			return err
 		}
-		// A wrong try is counted (and committed) even though the login is refused.
+		// A wrong try is counted (and committed) even though the login is
+		// refused. The maxTries-th burns the code, whose row stays until
+		// SaveCode replaces it, so that its resend wait holds.
 		refusal = feed.Errorf(feed.EINVALID, "the code is wrong")
-		if tries+1 >= maxTries {
-			// Burned: deleted, so the phone may ask for a new code at once.
-			refusal = feed.ErrCodeBurned
-			_, err = tx.ExecContext(ctx, `DELETE FROM login_codes WHERE phone = ?`, phone)
-			return err
-		}
 		_, err = tx.ExecContext(ctx, `UPDATE login_codes SET tries = tries + 1 WHERE phone = ?`, phone)
 		return err
 	})

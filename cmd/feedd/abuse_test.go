@@ -127,6 +127,19 @@ func (b *logBuffer) count(msg string) int {
 	return n
 }
 
+// countWith is the number of log records msg whose attribute key is value.
+func (b *logBuffer) countWith(msg, key, value string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, rec := range b.lines {
+		if rec["msg"] == msg && rec[key] == value {
+			n++
+		}
+	}
+	return n
+}
+
 // text is the whole log as JSON.
 func (b *logBuffer) text() string {
 	b.mu.Lock()
@@ -208,10 +221,12 @@ func TestCodeLimitPerPhone(t *testing.T) {
 }
 
 // TestBurnDoesNotLockOut: an attacker's five wrong codes burn the owner's
-// code, and the owner, from another address, at once gets a new code and
-// logs in. Burned and missing codes get the same sentence.
+// code; the owner, from another address, is told how long the resend wait
+// (1 s here) still holds, and then gets a new code and logs in. Burned and
+// missing codes get the same sentence.
 func TestBurnDoesNotLockOut(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir(), "--code-limit-client", "10/10m", "--login-fail-limit-client", "20/10m")
+	s := startServer(t, "--data", t.TempDir(), "--code-limit-client", "10/10m", "--login-fail-limit-client", "20/10m",
+		"--code-resend-after", "1s")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
 	victim := abusePhone(1)
 	if r := owner.do("POST", "/user/code?phone="+victim, "", nil); !r.Success {
@@ -232,6 +247,11 @@ func TestBurnDoesNotLockOut(t *testing.T) {
 	if burned.Success || burned.ErrorMsg != missing.ErrorMsg || sentences[0] != missing.ErrorMsg {
 		t.Fatalf("burned %q, missing %q, wrong %q: want one sentence", burned.ErrorMsg, missing.ErrorMsg, sentences[0])
 	}
+	resp, body := owner.raw("POST", "/user/code?phone="+victim, "", nil)
+	if ra := resp.Header.Get("Retry-After"); ra != "1" || !strings.Contains(string(body), "wait before asking again") {
+		t.Fatalf("the owner's code right after the burn: Retry-After %q %s, want the resend wait's 1 s", ra, body)
+	}
+	time.Sleep(1100 * time.Millisecond)
 	if tok := owner.login(victim); tok == "" {
 		t.Fatal("the owner could not log in after the burn")
 	}

@@ -68,8 +68,10 @@ type app struct {
 	// works jobs; nil otherwise.
 	lag *lagWatch
 
-	// unavailable recognises errors of a database out of reach, which the
-	// API answers 503 (feedhttp.Server.Unavailable); nil on SQLite.
+	// unavailable recognises errors of a database out of reach (PostgreSQL
+	// restarting) or unable to take a write for the moment (SQLite busy
+	// past its timeout, or full), which the API answers 503
+	// (feedhttp.Server.Unavailable).
 	unavailable func(error) bool
 
 	// The pools, for feedd bench's samples: nil when not configured.
@@ -132,12 +134,8 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 	if err != nil {
 		return err
 	}
-	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
-	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout}
-	if c.accessLog {
-		api.AccessLog = a.log
-	}
+	api := newAPI(c, a)
+	streams := api.Streams
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -160,6 +158,17 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 		return err
 	}
 	return nil
+}
+
+// newAPI is the public listener's API over a, as c configures it.
+func newAPI(c *config, a *app) *feedhttp.Server {
+	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
+	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory)}
+	if c.accessLog {
+		api.AccessLog = a.log
+	}
+	return api
 }
 
 // stores is one backend's set of domain stores.
@@ -253,6 +262,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		db.Notify = c.notifySettings()
 		notified = func(f func([]feed.Notice)) { db.Notified = f }
 		a.health = db.Read.PingContext
+		a.unavailable = sqlite.Unavailable
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		if !c.redisConfigured() {
 			// The inboxes have a file and a writer of their own (sqlite/inboxdb.go).
@@ -368,7 +378,9 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.noEvents {
 		deps.Events = nil
 	}
-	if a.unavailable != nil {
+	if a.pgPool != nil {
+		// A job cut off by PostgreSQL restarting runs again once it is
+		// back (fanout/outage.go); on SQLite, River retries it.
 		deps.Unavailable, deps.Ping = a.unavailable, a.pgPool.Ping
 	}
 	if err := newQueue(deps); err != nil {

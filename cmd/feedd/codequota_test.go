@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // burn asks, from p, for a code for phone and burns it with five wrong
@@ -24,46 +26,93 @@ func burn(t *testing.T, p *peer, phone string) bool {
 	return true
 }
 
-// TestPhoneQuotaNotSpentByOthers: an attacker at 127.0.0.2 asks for the
-// victim's codes and burns them, as fast as it can, ten times: one address
-// gets at most --code-limit-phone-client (3) of them sent, and the burned
-// ones gave the phone's quota back, so the owner at 127.0.0.3 still gets a
-// code and logs in. (The limits per address on code requests and failed
-// logins are off here: the phone's quota alone is what is tested.)
-func TestPhoneQuotaNotSpentByOthers(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir(), "--code-limit-phone", "10/24h", "--code-limit-phone-client", "3/24h")
-	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
+// TestPhoneQuotaShared: five client addresses (127.0.0.2 to .6) ask for
+// one phone's codes and burn each with five wrong tries, as fast as the
+// resend wait (300 ms here) lets them, until all are refused: no more
+// than the phone's daily quota (10) is sent in all, burned or not, and no
+// address has more than its share (3) sent. The owner, at 127.0.0.7, is
+// then told when it can try again: 429 with Retry-After on /v1, the
+// compatible refusal with Retry-After too.
+func TestPhoneQuotaShared(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir(), "--code-limit-phone", "10/24h", "--code-limit-phone-client", "3/24h",
+		"--code-resend-after", "300ms")
 	victim := abusePhone(7)
-	sent := 0
-	for range 10 {
-		if burn(t, attacker, victim) {
-			sent++
+	var attackers []*peer
+	for i := 2; i <= 6; i++ {
+		attackers = append(attackers, s.from(fmt.Sprintf("127.0.0.%d", i)))
+	}
+	sent := make([]int, len(attackers))
+	total := 0
+	for round := 0; round < 40; round++ {
+		quota := 0 // attackers refused by the phone's quota or their share
+		for i, a := range attackers {
+			r := a.do("POST", "/user/code?phone="+victim, "", nil)
+			switch {
+			case r.Success:
+				sent[i]++
+				total++
+				code := mustAtoi(t, s.lastCode(victim))
+				for k := range 5 {
+					wrong := fmt.Sprintf("%06d", (code+1+k)%1000000)
+					if r := a.do("POST", "/user/login", "", map[string]string{"phone": victim, "code": wrong}); r.Success {
+						t.Fatal("a wrong code logged in")
+					}
+				}
+			case strings.Contains(r.ErrorMsg, "too many codes for this phone"):
+				quota++
+			case strings.Contains(r.ErrorMsg, "a code was sent less than"):
+			default:
+				t.Fatalf("code request from attacker %d: %s", i, r.Raw)
+			}
+		}
+		if quota == len(attackers) {
+			break
+		}
+		time.Sleep(350 * time.Millisecond)
+	}
+	if got := s.logs.countWith("login code", "phone", victim); got != total {
+		t.Fatalf("%d codes logged for the phone, %d answered as sent", got, total)
+	}
+	for i, n := range sent {
+		if n > 3 {
+			t.Errorf("attacker %d had %d codes sent, over its share of 3", i, n)
 		}
 	}
-	if sent != 3 {
-		t.Fatalf("one address had %d codes sent to one phone, want 3", sent)
+	if total != 10 {
+		t.Fatalf("five addresses had %d codes sent to one phone (per address %v), want the phone's quota, 10", total, sent)
 	}
-	resp, body := attacker.raw("POST", "/v1/auth/code", "", map[string]string{"phone": victim})
-	want429(t, resp, body, "/v1/auth/code over the address's share of the phone")
-	if tok := owner.login(victim); tok == "" {
-		t.Fatal("the owner got no token")
+	owner := s.from("127.0.0.7")
+	resp, body := owner.raw("POST", "/v1/auth/code", "", map[string]string{"phone": victim})
+	want429(t, resp, body, "/v1/auth/code of a phone whose quota others spent")
+	if ra := mustAtoi(t, resp.Header.Get("Retry-After")); ra < 23*3600 {
+		t.Errorf("Retry-After %d s, want the rest of the phone's day", ra)
+	}
+	resp, body = owner.raw("POST", "/user/code?phone="+victim, "", nil)
+	if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "wait") {
+		t.Fatalf("compatible code request of a phone whose quota others spent: %s %s", resp.Header, body)
 	}
 }
 
-// TestBurnedCodesDoNotSpendQuota: with a phone quota of 3 a day and no
-// share per address, five codes asked for and burned from one address
-// leave the quota whole: the owner, elsewhere, still gets one.
-func TestBurnedCodesDoNotSpendQuota(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir(), "--code-limit-phone", "3/24h")
+// TestResendWaitAfterBurn: a code burned by five wrong tries from one
+// address still holds the resend wait (60 s): another address asking for
+// the phone's code at once is refused with the time left (409 and
+// Retry-After on /v1; the compatible refusal with Retry-After).
+func TestResendWaitAfterBurn(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir())
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
-	victim := abusePhone(8)
-	for i := range 5 {
-		if !burn(t, attacker, victim) {
-			t.Fatalf("code %d after %d burned ones was refused", i+1, i)
-		}
+	victim := abusePhone(9)
+	if !burn(t, attacker, victim) {
+		t.Fatal("the first code was refused")
 	}
-	if tok := owner.login(victim); tok == "" {
-		t.Fatal("the owner got no token")
+	resp, body := owner.raw("POST", "/user/code?phone="+victim, "", nil)
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || ra < 1 || ra > 60 || !strings.Contains(string(body), `"success":false`) {
+		t.Fatalf("code asked for right after a burned one: %d %s %s, want a refusal with Retry-After of at most 60 s", resp.StatusCode, resp.Header, body)
+	}
+	resp, body = owner.raw("POST", "/v1/auth/code", "", map[string]string{"phone": victim})
+	ra, err = strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 409 || err != nil || ra < 1 || ra > 60 || !strings.Contains(string(body), `"conflict"`) {
+		t.Fatalf("/v1 code asked for right after a burned one: %d %s %s, want 409 with Retry-After", resp.StatusCode, resp.Header, body)
 	}
 }
 

@@ -84,6 +84,7 @@ type config struct {
 	allowedOrigins    string
 	origins           []string // parsed from allowedOrigins
 	bodyTimeout       time.Duration
+	bodyMemory        byteSize
 	adminToken        string
 	adminTokenFile    string
 	secretFile        string
@@ -180,6 +181,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	c.reportLimit = feed.DefaultReportLimit
 	limit(&c.reportLimit, "report-limit", "FEED_REPORT_LIMIT", "reports one user may file")
 	limit(&c.limits.CodePerPhoneClient, "code-limit-phone-client", "FEED_CODE_LIMIT_PHONE_CLIENT", "login codes one client address may have sent to one phone")
+	dur(&c.limits.CodeResendAfter, "code-resend-after", "FEED_CODE_RESEND_AFTER", feed.CodeResendAfter, "least time between two login codes of one phone, whoever asks for them (a burned code holds it too); sooner is refused with Retry-After")
 
 	declareNotifyFlags(fs, c, fromEnv, help)
 
@@ -257,6 +259,8 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--admin-addr must be host:port or off, not %q", c.adminAddr)
 	case c.reportMinAge < 0:
 		return nil, fmt.Errorf("--report-min-age must not be negative")
+	case c.limits.CodeResendAfter <= 0:
+		return nil, fmt.Errorf("--code-resend-after must be positive")
 	case c.maxReads < 0 || c.maxWrites < 0 || c.shedWait < 0 || c.maxLag < 0:
 		return nil, fmt.Errorf("--max-reads, --max-writes, --shed-wait and --max-lag must not be negative")
 	}

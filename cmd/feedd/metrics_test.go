@@ -177,7 +177,8 @@ func TestMetrics(t *testing.T) {
 	var got map[string]*dto.MetricFamily
 	waitFor(t, "deliveries of 3 posts", func() bool {
 		got = scrape(t, s.admin)
-		return value(got, "feedd_fanout_lag_seconds")-value(before, "feedd_fanout_lag_seconds") >= 3
+		return value(got, "feedd_fanout_lag_seconds")-value(before, "feedd_fanout_lag_seconds") >= 3 &&
+			value(got, "feedd_fanout_deliveries_total")-value(before, "feedd_fanout_deliveries_total") >= 9
 	})
 	if d := value(got, "feedd_fanout_deliveries_total") - value(before, "feedd_fanout_deliveries_total"); d != 9 {
 		t.Errorf("deliveries moved by %v, want 9", d)

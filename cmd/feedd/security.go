@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +34,11 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 		fromEnv(name, env)
 	}
 	str(&c.allowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "comma-separated origins (scheme://host[:port]) whose pages may send writes to feedd across origins, such as the web client's behind its own reverse proxy; other cross-origin writes from browsers get 403")
-	fs.DurationVar(&c.bodyTimeout, "body-timeout", feedhttp.DefaultBodyTimeout, help("longest a request body may take to arrive (answered 408 after); a request takes a --max-writes slot only once its body is read", "FEED_BODY_TIMEOUT"))
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", feedhttp.DefaultBodyTimeout, help("longest a request body may take to arrive (answered 408 after); a request lends its --max-writes slot back while its body arrives", "FEED_BODY_TIMEOUT"))
 	fromEnv("body-timeout", "FEED_BODY_TIMEOUT")
+	c.bodyMemory = feedhttp.DefaultBodyMemory
+	fs.Var(&c.bodyMemory, "body-memory", help("most memory the request bodies being read or held take at once, in bytes (KiB, MiB, GiB allowed; at least 1MiB); past it, 503 with Retry-After", "FEED_BODY_MEMORY"))
+	fromEnv("body-memory", "FEED_BODY_MEMORY")
 	str(&c.adminToken, "admin-token", "FEED_ADMIN_TOKEN", "bearer token every admin listener route requires; required to bind --admin-addr to a non-loopback address (give it by file or environment, never on a command line)")
 	str(&c.adminTokenFile, "admin-token-file", "FEED_ADMIN_TOKEN_FILE", "file holding --admin-token")
 	str(&c.secretFile, "secret-file", "FEED_SECRET_FILE", "file holding --secret")
@@ -48,6 +53,11 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Likes, "like-limit-user", "FEED_LIKE_LIMIT_USER", "like and unlike requests one user may make")
 	limit(&c.writeLimits.Comments, "comment-limit-user", "FEED_COMMENT_LIMIT_USER", "comments and replies one user may add")
 	limit(&c.writeLimits.Streams, "stream-open-limit-user", "FEED_STREAM_OPEN_LIMIT_USER", "live timeline streams one user may open (reconnects included)")
+	limit(&c.writeLimits.Deletes, "delete-limit-user", "FEED_DELETE_LIMIT_USER", "posts (either API) and comments one user may delete, hides of comments included")
+	limit(&c.writeLimits.Blocks, "block-limit-user", "FEED_BLOCK_LIMIT_USER", "block and unblock requests one user may make")
+	limit(&c.writeLimits.Mutes, "mute-limit-user", "FEED_MUTE_LIMIT_USER", "mute and unmute requests one user may make")
+	limit(&c.writeLimits.MutedWords, "muted-word-limit-user", "FEED_MUTED_WORD_LIMIT_USER", "muted words one user may add or remove")
+	limit(&c.writeLimits.Notifications, "notification-limit-user", "FEED_NOTIFICATION_LIMIT_USER", "notification changes (mark read, dismiss) one user may make")
 }
 
 // checkSecurity reads the secrets given by file and checks this file's
@@ -88,7 +98,47 @@ func (c *config) checkSecurity() error {
 	if c.bodyTimeout <= 0 || c.bodyTimeout > time.Minute {
 		return fmt.Errorf("--body-timeout must be positive and at most 1m")
 	}
+	if c.bodyMemory < feedhttp.MinBodyMemory {
+		return fmt.Errorf("--body-memory must be at least 1MiB, so that a body of the largest size fits")
+	}
 	return nil
+}
+
+// byteSize is a flag of a number of bytes, written with a unit (KiB, MiB,
+// GiB) or without.
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+// Set and the String method make *byteSize a flag.Value.
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	unit := int64(1)
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = strings.TrimSpace(num), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/unit {
+		return fmt.Errorf("must be a number of bytes, such as 67108864 or 64MiB")
+	}
+	*b = byteSize(n * unit)
+	return nil
+}
+
+// String writes b in the largest unit that divides it.
+func (b *byteSize) String() string {
+	for _, u := range byteUnits {
+		if n := int64(*b); n != 0 && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10)
 }
 
 // redactArgs returns the command line as the admin listener's
