@@ -38,6 +38,10 @@ type ImportCounts struct {
 	Imported int64            `json:"imported"`
 	Skipped  map[string]int64 `json:"skipped,omitempty"`
 	Cleaned  map[string]int64 `json:"cleaned,omitempty"`
+	// Taken lists the source's keys that were skipped with SkipIDTaken:
+	// the store's rows with those ids are its own, and rows of the source
+	// that refer to them are not theirs.
+	Taken []int64 `json:"taken,omitempty"`
 }
 
 // Skip counts n rows skipped for reason.
@@ -67,7 +71,7 @@ func (c ImportCounts) SkippedTotal() int64 {
 
 // Clone returns a copy that shares no map with c.
 func (c ImportCounts) Clone() ImportCounts {
-	c.Skipped, c.Cleaned = maps.Clone(c.Skipped), maps.Clone(c.Cleaned)
+	c.Skipped, c.Cleaned, c.Taken = maps.Clone(c.Skipped), maps.Clone(c.Cleaned), slices.Clone(c.Taken)
 	return c
 }
 
