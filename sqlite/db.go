@@ -102,6 +102,12 @@ type Options struct {
 	// FULL, writes made at the same time share commits, and so the sync
 	// (commit.go).
 	Synchronous string
+	// CacheMiB, when positive, is the writer connection's page cache in
+	// MiB (SQLite's default is 2 MiB). A bulk load (feedd import) that
+	// inserts into large B-trees out of key order reads each page back
+	// from the file otherwise: 512 MiB took follows from 44,000 to 75,000
+	// rows per CPU second (sqlite/import_test.go, BenchmarkImportFollows).
+	CacheMiB int
 }
 
 func dsn(path string, readOnly bool, o Options) string {
@@ -118,6 +124,9 @@ func dsn(path string, readOnly bool, o Options) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Add("_txlock", "immediate")
+		if o.CacheMiB > 0 {
+			q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -1024*o.CacheMiB))
+		}
 	}
 	return "file:" + path + "?" + q.Encode()
 }

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -55,15 +57,20 @@ func saveProgress(ctx context.Context, tx *sql.Tx, cps []feed.ImportCheckpoint) 
 	return nil
 }
 
-// importBatch writes a batch of n rows in one transaction: insert writes
-// row i and returns the reason it was skipped ("" if written); then the
+// importBatch writes a batch of n rows in one transaction, in the order
+// of order (nil: as they come): insert writes row i and returns the reason
+// it was skipped ("" if written); then the
 // checkpoints of commit are saved. The statements keep their prepared
 // form on the writer connection (stmtcache.go), so a row costs one
 // execution.
-func (db *DB) importBatch(ctx context.Context, n int, insert func(tx *sql.Tx, i int) (string, error), after func(tx *sql.Tx) error, commit feed.ImportCommit) error {
+func (db *DB) importBatch(ctx context.Context, n int, order []int, insert func(tx *sql.Tx, i int) (string, error), after func(tx *sql.Tx) error, commit feed.ImportCommit) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		var skips []feed.ImportSkip
-		for i := range n {
+		for j := range n {
+			i := j
+			if order != nil {
+				i = order[j]
+			}
 			reason, err := insert(tx, i)
 			if err != nil {
 				return err
@@ -93,7 +100,7 @@ func inserted(res sql.Result, err error) (bool, error) {
 // ImportUsers implements feed.ImportStore. AUTOINCREMENT keeps the largest
 // id ever written, so feedd's own users come after the imported ones.
 func (db *DB) ImportUsers(ctx context.Context, users []*feed.User, commit feed.ImportCommit) error {
-	return db.importBatch(ctx, len(users), func(tx *sql.Tx, i int) (string, error) {
+	return db.importBatch(ctx, len(users), nil, func(tx *sql.Tx, i int) (string, error) {
 		u := users[i]
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO users (id, phone, nick_name, icon, city, introduce, created_at, active_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -114,7 +121,7 @@ func (db *DB) ImportUsers(ctx context.Context, users []*feed.User, commit feed.I
 
 // ImportPosts implements feed.ImportStore.
 func (db *DB) ImportPosts(ctx context.Context, posts []*feed.Post, commit feed.ImportCommit) error {
-	return db.importBatch(ctx, len(posts), func(tx *sql.Tx, i int) (string, error) {
+	return db.importBatch(ctx, len(posts), nil, func(tx *sql.Tx, i int) (string, error) {
 		p := posts[i]
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO posts (id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -129,7 +136,8 @@ func (db *DB) ImportPosts(ctx context.Context, posts []*feed.Post, commit feed.I
 // ImportFollows implements feed.ImportStore. The follows' pull flags and
 // the users' counts are set by FinishImport.
 func (db *DB) ImportFollows(ctx context.Context, follows []feed.ImportFollow, commit feed.ImportCommit) error {
-	return db.importBatch(ctx, len(follows), func(tx *sql.Tx, i int) (string, error) {
+	order := byKey(len(follows), func(i int) [2]int64 { return [2]int64{follows[i].FollowerID, follows[i].FolloweeID} })
+	return db.importBatch(ctx, len(follows), order, func(tx *sql.Tx, i int) (string, error) {
 		f := follows[i]
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
 			f.FollowerID, f.FolloweeID, ms(f.CreatedAt)))
@@ -142,7 +150,7 @@ func (db *DB) ImportFollows(ctx context.Context, follows []feed.ImportFollow, co
 
 // ImportLikes implements feed.ImportStore.
 func (db *DB) ImportLikes(ctx context.Context, posts []int64, likes []feed.ImportLike, commit feed.ImportCommit) error {
-	return db.importBatch(ctx, len(likes), func(tx *sql.Tx, i int) (string, error) {
+	return db.importBatch(ctx, len(likes), nil, func(tx *sql.Tx, i int) (string, error) {
 		l := likes[i]
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			l.PostID, l.UserID, ms(l.CreatedAt), l.AuthorID))
@@ -236,4 +244,18 @@ func (db *DB) FinishImport(ctx context.Context, pullThreshold int) ([]int64, err
 		return err
 	})
 	return pull, err
+}
+
+// byKey returns the indexes 0..n-1 in the order of their keys: rows
+// inserted in primary-key order land on neighbouring pages of the B-tree.
+func byKey(n int, key func(i int) [2]int64) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ka, kb := key(a), key(b)
+		return cmp.Or(cmp.Compare(ka[0], kb[0]), cmp.Compare(ka[1], kb[1]))
+	})
+	return order
 }

@@ -62,6 +62,7 @@ type config struct {
 	webhookSecret  string
 	secret         string
 	synchronous    string
+	sqliteCacheMiB int           // the writer's page cache (feedd import's bulk load); 0: SQLite's default
 	maxReads       int           // shed.go
 	maxWrites      int           // shed.go
 	shedWait       time.Duration // shed.go

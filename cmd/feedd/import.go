@@ -106,7 +106,12 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	case c.redisURL != "" && c.redisCluster != "":
 		return errors.New("set --redis-url or --redis-cluster, not both")
 	}
-	c.synchronous = strings.ToUpper(c.synchronous)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if getenv("FEED_SQLITE_SYNCHRONOUS") != "" {
+		set["sqlite-synchronous"] = true
+	}
+	importSettings(c, set)
 	if c.synchronous != "FULL" && c.synchronous != "NORMAL" {
 		return errors.New("--sqlite-synchronous must be FULL or NORMAL")
 	}
@@ -158,6 +163,23 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("%d rows were skipped (--strict); the report above gives the reasons", n)
 	}
 	return nil
+}
+
+// importSQLiteCacheMiB is the page cache of the import's SQLite writer
+// (sqlite.Options.CacheMiB).
+const importSQLiteCacheMiB = 512
+
+// importSettings are the store's settings for a bulk import (feedd import,
+// feedd bench import); set names the flags given. Each batch is committed
+// with its checkpoint, so a power loss can only lose the last batches,
+// which a run resumed redoes: the import writes with synchronous=NORMAL
+// unless --sqlite-synchronous says otherwise.
+func importSettings(c *config, set map[string]bool) {
+	c.synchronous = strings.ToUpper(c.synchronous)
+	if !set["sqlite-synchronous"] {
+		c.synchronous = "NORMAL"
+	}
+	c.sqliteCacheMiB = importSQLiteCacheMiB
 }
 
 // openHMDP connects to the tutorial's MySQL database and, when given, its

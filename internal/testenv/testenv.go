@@ -97,5 +97,5 @@ func RedisCluster(t testing.TB) (addrs []string, prefix string) {
 
 // String describes the configured services, for test logs.
 func String() string {
-	return fmt.Sprintf("postgres=%t redis=%t cluster=%t", os.Getenv(EnvPostgres) != "", os.Getenv(EnvRedis) != "", os.Getenv(EnvRedisCluster) != "")
+	return fmt.Sprintf("postgres=%t redis=%t cluster=%t mysql=%t", os.Getenv(EnvPostgres) != "", os.Getenv(EnvRedis) != "", os.Getenv(EnvRedisCluster) != "", os.Getenv(EnvMySQL) != "")
 }

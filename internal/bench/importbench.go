@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/hmdp"
+)
+
+// ImportOptions configure feedd bench import.
+type ImportOptions struct {
+	// MySQL is an empty database of the benchmark's own, filled with a
+	// synthetic instance of the tutorial's service (MakeHMDP).
+	MySQL *sql.DB
+	// Redis, when set, gets the tutorial's likes under Prefix (the
+	// benchmark's own; the caller deletes it).
+	Redis  goredis.UniversalClient
+	Prefix string
+	Data   HMDPOptions
+	// Batch, Backfill, InboxCap and PullThreshold are the import's.
+	Batch, Backfill, InboxCap, PullThreshold int
+	// CPUProfile, when set, receives a CPU profile of the import.
+	CPUProfile string
+}
+
+// ImportResult is the rate of each phase of one import.
+type ImportResult struct {
+	Backend string
+	Data    HMDPData
+	// MakeSeconds is how long the synthetic data took to make.
+	MakeSeconds float64
+	Phases      []ImportPhase
+	Seconds     float64 // the whole import
+	Skipped     int64
+}
+
+// ImportPhase is one phase's rows and rate.
+type ImportPhase struct {
+	Name       string
+	Rows       int64
+	Seconds    float64
+	RowsPerSec float64
+}
+
+// Import makes a synthetic tutorial database (the MySQL of o, likes in
+// Redis when o.Redis is set) and imports it with feedd import's code into
+// env's store, timing each phase: tables in rows read per second, the
+// inboxes in users per second.
+func Import(ctx context.Context, env *Env, o ImportOptions) (*ImportResult, error) {
+	st, ok := env.Service.Posts.(feed.ImportStore)
+	if !ok {
+		return nil, errors.New("bench: this store cannot import")
+	}
+	res := &ImportResult{Backend: env.Store.Engine()}
+	if env.Redis != nil {
+		res.Backend += ", inboxes in redis"
+	}
+	t0 := time.Now()
+	data, err := MakeHMDP(ctx, o.MySQL, o.Redis, o.Prefix, o.Data)
+	if err != nil {
+		return nil, err
+	}
+	res.Data, res.MakeSeconds = data, time.Since(t0).Seconds()
+	src := &hmdp.Source{MySQL: o.MySQL, Redis: o.Redis, Prefix: o.Prefix}
+	if o.CPUProfile != "" {
+		stop, err := startCPUProfile(o.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	rep, err := hmdp.Run(ctx, src, hmdp.Options{Store: st, Inbox: env.Service.Inbox, Batch: o.Batch, Backfill: o.Backfill,
+		InboxCap: o.InboxCap, PullThreshold: o.PullThreshold, Progress: env.Progress})
+	if err != nil {
+		return nil, err
+	}
+	res.Seconds, res.Skipped = rep.Elapsed.Seconds(), rep.Skipped()
+	for _, p := range rep.Phases {
+		res.Phases = append(res.Phases, ImportPhase{Name: p.Name, Rows: p.RunRead, Seconds: p.RunTime.Seconds(), RowsPerSec: p.RowsPerSecond()})
+	}
+	return res, nil
+}
+
+// Text is the result as feedd bench import prints it.
+func (r *ImportResult) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "import of a synthetic hmdp into %s: %d users, %d posts, %d follows (power law, top user %d followers), %d likes; made in %.0f s\n",
+		r.Backend, r.Data.Users, r.Data.Posts, r.Data.Follows, r.Data.TopFollowers, r.Data.Likes, r.MakeSeconds)
+	for _, p := range r.Phases {
+		unit := "rows"
+		if p.Name == hmdp.PhaseInboxes {
+			unit = "users"
+		}
+		fmt.Fprintf(&b, "  %-11s %10d %-5s %8.1f s %10.0f %s/s\n", p.Name, p.Rows, unit, p.Seconds, p.RowsPerSec, unit)
+	}
+	fmt.Fprintf(&b, "  whole import %.1f s, %d rows skipped\n", r.Seconds, r.Skipped)
+	return b.String()
+}
