@@ -285,7 +285,7 @@ func (r *run) commit(b *batch) feed.ImportCommit {
 // store writes a batch with write (nil in a dry run: the batch is counted
 // as written) and keeps its checkpoint. It returns the indexes of the rows
 // the store skipped.
-func (r *run) store(b *batch, write func(feed.ImportCommit) error) (map[int]bool, error) {
+func (r *run) store(b *batch, write func(feed.ImportCommit) error) (map[int]string, error) {
 	c := r.commit(b)
 	if r.o.Store == nil {
 		c(nil)
@@ -298,9 +298,9 @@ func (r *run) store(b *batch, write func(feed.ImportCommit) error) (map[int]bool
 		delete(r.cps, PhaseInboxes)
 		delete(r.cps, PhaseFeeds)
 	}
-	skipped := map[int]bool{}
+	skipped := map[int]string{}
 	for _, s := range b.skips {
-		skipped[s.Index] = true
+		skipped[s.Index] = s.Reason
 		r.sample(b.phase, "skipped", s.Reason, b.key(s.Index), "")
 	}
 	return skipped, nil

@@ -55,8 +55,11 @@ func (r *run) importUsers(ctx context.Context) error {
 				return err
 			}
 			for i, u := range users {
-				if !skipped[i] {
+				switch skipped[i] {
+				case "":
 					r.users[u.ID] = true
+				case feed.SkipIDTaken:
+					delete(r.users, u.ID) // the store's own user has the id
 				}
 			}
 			return nil
@@ -90,8 +93,11 @@ func (r *run) importPosts(ctx context.Context) error {
 				return err
 			}
 			for i, p := range posts {
-				if !skipped[i] {
+				switch skipped[i] {
+				case "":
 					r.posts[p.ID] = postRef{p.UserID, p.Score()}
+				case feed.SkipIDTaken:
+					delete(r.posts, p.ID) // the store's own post has the id
 				}
 			}
 			return nil
