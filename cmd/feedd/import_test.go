@@ -36,7 +36,9 @@ type hmdpSource struct {
 	rdb    *goredis.Client
 }
 
-func newHMDPSource(t *testing.T) *hmdpSource {
+// newHMDPSource makes the source, with the tutorial's tables when schema
+// is set (else an empty database).
+func newHMDPSource(t *testing.T, schema bool) *hmdpSource {
 	t.Helper()
 	s := &hmdpSource{dsn: testenv.MySQLDSN(t)}
 	s.redis, s.prefix = testenv.RedisURL(t)
@@ -46,7 +48,7 @@ func newHMDPSource(t *testing.T) *hmdpSource {
 	}
 	t.Cleanup(func() { s.db.Close() })
 	for _, stmt := range strings.Split(hmdp.Schema, ";") {
-		if strings.Contains(stmt, "CREATE") {
+		if schema && strings.Contains(stmt, "CREATE") {
 			s.exec(t, stmt)
 		}
 	}
@@ -316,7 +318,7 @@ func TestImportHMDP(t *testing.T) {
 	} {
 		target := mk(t)
 		t.Run(target.name, func(t *testing.T) {
-			src := newHMDPSource(t)
+			src := newHMDPSource(t, true)
 			src.fill(t)
 			squat(t, target)
 
@@ -519,7 +521,7 @@ func TestImportKeepFeeds(t *testing.T) {
 	} {
 		target := mk(t)
 		t.Run(target.name, func(t *testing.T) {
-			src := newHMDPSource(t)
+			src := newHMDPSource(t, true)
 			src.fill(t)
 			rep, _, err := runImportCmd(t, src, target, "--keep-feeds")
 			if err != nil {
