@@ -21,7 +21,7 @@ import (
 
 // open opens a fresh database, migrated, closed when t ends. Its Enqueue is
 // unset.
-func open(t *testing.T) *postgres.DB {
+func open(t testing.TB) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), testenv.PostgresURL(t))
 	if err != nil {
@@ -586,4 +586,15 @@ func TestMigrateLikesAuthor(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO likes (post_id, user_id, created_at) VALUES (2, 3, 50)`); err == nil {
 		t.Fatal("a like inserted without its author was accepted")
 	}
+}
+
+func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+// BenchmarkImportFollows is feedd import's follows into PostgreSQL (COPY
+// through a staging table), rows/s of the server's work and this
+// process's:
+//
+//	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./postgres
+func BenchmarkImportFollows(b *testing.B) {
+	feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore { return open(b) }, 400_000, 50_000, 5000)
 }

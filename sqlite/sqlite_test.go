@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -294,4 +295,26 @@ func TestMigrateLikesAuthor(t *testing.T) {
 		}
 		return out, rows.Err()
 	})
+}
+
+func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+// BenchmarkImportFollows is feedd import's follows into the embedded
+// store, with the page cache feedd import gives its writer
+// (sqlite.Options.CacheMiB) and SQLite's default:
+//
+//	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./sqlite
+func BenchmarkImportFollows(b *testing.B) {
+	for _, cache := range []int{0, 512} {
+		b.Run(fmt.Sprintf("cache=%dMiB", cache), func(b *testing.B) {
+			feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore {
+				db, err := sqlite.OpenOptions(context.Background(), b.TempDir(), sqlite.Options{Synchronous: "NORMAL", CacheMiB: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				return db
+			}, 400_000, 50_000, 5000)
+		})
+	}
 }
