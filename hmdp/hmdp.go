@@ -67,6 +67,9 @@ type Options struct {
 	// Progress gets a progress bar per phase on a terminal, plain lines
 	// elsewhere (nil: none).
 	Progress io.Writer
+	// CPU, when set, is this process's CPU time so far: each phase's
+	// share is reported (feedd bench import).
+	CPU func() time.Duration
 }
 
 func (o *Options) defaults() {
@@ -104,6 +107,9 @@ type PhaseReport struct {
 	Counts  feed.ImportCounts
 	RunRead int64
 	RunTime time.Duration
+	// RunCPU is this process's CPU time over the phase (Options.CPU; 0
+	// when not measured).
+	RunCPU time.Duration
 }
 
 // RowsPerSecond is the phase's rate in this run.
@@ -317,7 +323,7 @@ func table[T any](ctx context.Context, r *run, phase string, total int64, n int,
 	write func(ctx context.Context, rows []T, b *batch) error) error {
 	cp := r.cp(phase)
 	p := newProgress(r.o.Progress, phase, cp.Counts.Read, total)
-	started, readBefore := time.Now(), cp.Counts.Read
+	started, readBefore, cpu := time.Now(), cp.Counts.Read, r.cpu()
 	type chunk struct {
 		rows []T
 		err  error
@@ -364,6 +370,13 @@ func table[T any](ctx context.Context, r *run, phase string, total int64, n int,
 	cp = r.cp(phase)
 	p.done(cp.Counts.Read - readBefore)
 	r.report.Phases = append(r.report.Phases, PhaseReport{Name: phase, Source: total, Counts: cp.Counts,
-		RunRead: cp.Counts.Read - readBefore, RunTime: time.Since(started)})
+		RunRead: cp.Counts.Read - readBefore, RunTime: time.Since(started), RunCPU: r.cpu() - cpu})
 	return nil
+}
+
+func (r *run) cpu() time.Duration {
+	if r.o.CPU == nil {
+		return 0
+	}
+	return r.o.CPU()
 }

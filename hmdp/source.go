@@ -97,11 +97,6 @@ func (s *Source) posts(ctx context.Context, after int64, n int) ([]srcPost, erro
 	return out, rows.Err()
 }
 
-// postIDs lists tb_blog's ids after after: the posts whose likes come next.
-func (s *Source) postIDs(ctx context.Context, after int64, n int) ([]int64, error) {
-	return s.ids(ctx, `SELECT id FROM tb_blog WHERE id > ? ORDER BY id LIMIT ?`, after, n)
-}
-
 // userIDs lists tb_user's ids after after: the users whose feeds come next.
 func (s *Source) userIDs(ctx context.Context, after int64, n int) ([]int64, error) {
 	return s.ids(ctx, `SELECT id FROM tb_user WHERE id > ? ORDER BY id LIMIT ?`, after, n)

@@ -82,8 +82,8 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes, import: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads; import: of the import) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
 	fs.StringVar(&bf.mysql, "mysql", "", "import: DSN of a MySQL server (user:password@tcp(host:3306)/) on which the benchmark makes a database of its own, dropped afterwards (env FEED_BENCH_MYSQL)")
-	if v := getenv("FEED_BENCH_MYSQL"); v != "" {
-		fs.Set("mysql", v)
+	if err := envDefault(fs, "mysql", "FEED_BENCH_MYSQL", getenv); err != nil {
+		envErr = errors.Join(envErr, err)
 	}
 	fs.StringVar(&bf.hmdpRedis, "hmdp-redis", "", "import: redis:// URL of a Redis for the tutorial's likes, under a prefix of the run's own, deleted afterwards (empty: no likes)")
 	fs.IntVar(&bf.likes, "likes", 5, "import: likes per post, on average")

@@ -31,9 +31,12 @@ type HMDPOptions struct {
 
 // HMDPData is what MakeHMDP made.
 type HMDPData struct {
-	Users, Posts, Follows, Likes int64
+	Users   int64 `json:"users"`
+	Posts   int64 `json:"posts"`
+	Follows int64 `json:"follows"`
+	Likes   int64 `json:"likes"`
 	// TopFollowers is the largest number of followers of one user.
-	TopFollowers int64
+	TopFollowers int64 `json:"top_followers"`
 }
 
 // MakeHMDP loads the tutorial's schema (hmdp.Schema) into the empty
