@@ -41,8 +41,12 @@ const (
 	PhaseFeeds   = "feed"
 )
 
-// DefaultBatch is how many source rows a batch reads and writes by default.
-const DefaultBatch = 5000
+// DefaultBatch is how many source rows a batch reads and writes by
+// default. A batch is one transaction: the larger, the fewer times a page
+// of the store's indexes is written. 20,000 follows a batch took SQLite
+// from 62,000 to 101,000 rows per CPU second against 5,000
+// (feedtest.BenchImportFollows).
+const DefaultBatch = 20000
 
 // Options say where the import goes and how.
 type Options struct {

@@ -12,7 +12,7 @@ import (
 // inboxBatch is how many users' inboxes one batch builds: an inbox holds
 // at most the cap (800 entries by default), and a batch is written in one
 // transaction.
-func (r *run) inboxBatch() int { return max(1, r.o.Batch/10) }
+func (r *run) inboxBatch() int { return min(500, max(1, r.o.Batch/10)) }
 
 // finish makes the store's derived data true (counts, pull mode) and
 // builds the inboxes: from the follows, or from the tutorial's feeds. It
