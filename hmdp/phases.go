@@ -40,7 +40,7 @@ func (r *run) importUsers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return table(ctx, r, PhaseUsers, total, r.o.Batch, r.src.users, func(u srcUser) int64 { return u.id },
+	return table(ctx, r, PhaseUsers, total, min(r.o.Batch, wideBatch), r.src.users, func(u srcUser) int64 { return u.id },
 		func(ctx context.Context, rows []srcUser, b *batch) error {
 			users := make([]*feed.User, 0, len(rows))
 			for _, s := range rows {
@@ -73,7 +73,7 @@ func (r *run) importPosts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return table(ctx, r, PhasePosts, total, r.o.Batch, r.src.posts, func(p srcPost) int64 { return p.id },
+	return table(ctx, r, PhasePosts, total, min(r.o.Batch, wideBatch), r.src.posts, func(p srcPost) int64 { return p.id },
 		func(ctx context.Context, rows []srcPost, b *batch) error {
 			posts := make([]*feed.Post, 0, len(rows))
 			for _, s := range rows {
@@ -160,7 +160,7 @@ func (r *run) importLikes(ctx context.Context) error {
 		}
 		return posts, nil
 	}
-	return table(ctx, r, PhaseLikes, -1, r.o.Batch, read, func(p likedPost) int64 { return p.id },
+	return table(ctx, r, PhaseLikes, -1, min(r.o.Batch, wideBatch), read, func(p likedPost) int64 { return p.id },
 		func(ctx context.Context, rows []likedPost, b *batch) error {
 			var likes []feed.ImportLike
 			var keys, posts []int64

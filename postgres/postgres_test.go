@@ -596,5 +596,5 @@ func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
 //
 //	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./postgres
 func BenchmarkImportFollows(b *testing.B) {
-	feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore { return open(b) }, 400_000, 50_000, 5000)
+	feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore { return open(b) }, 2_000_000, 100_000, 100_000)
 }

@@ -300,21 +300,21 @@ func TestMigrateLikesAuthor(t *testing.T) {
 func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
 
 // BenchmarkImportFollows is feedd import's follows into the embedded
-// store, with the page cache feedd import gives its writer
-// (sqlite.Options.CacheMiB) and SQLite's default:
+// store, with the writer tuned for a bulk load as feedd import's is
+// (sqlite.Options.Bulk) and as SQLite's defaults have it:
 //
 //	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./sqlite
 func BenchmarkImportFollows(b *testing.B) {
-	for _, cache := range []int{0, 512} {
-		b.Run(fmt.Sprintf("cache=%dMiB", cache), func(b *testing.B) {
+	for _, bulk := range []bool{false, true} {
+		b.Run(fmt.Sprintf("bulk=%t", bulk), func(b *testing.B) {
 			feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore {
-				db, err := sqlite.OpenOptions(context.Background(), b.TempDir(), sqlite.Options{Synchronous: "NORMAL", CacheMiB: cache})
+				db, err := sqlite.OpenOptions(context.Background(), b.TempDir(), sqlite.Options{Synchronous: "NORMAL", Bulk: bulk})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { db.Close() })
 				return db
-			}, 400_000, 50_000, 5000)
+			}, 2_000_000, 100_000, 100_000)
 		})
 	}
 }

@@ -46,7 +46,7 @@ func importFlagSet(c *config, f *importFlags, getenv func(string) string, out io
 	fs.BoolVar(&f.keepFeeds, "keep-feeds", false, "fill each inbox from the tutorial's feed:{userId} (needs --redis) instead of building it from the follows")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "read the whole source and report what would come over into an empty store; write nothing")
 	fs.BoolVar(&f.strict, "strict", false, "exit with status 1 when any row was skipped")
-	fs.IntVar(&f.batch, "batch", hmdp.DefaultBatch, "source rows read and written per batch (one transaction each)")
+	fs.IntVar(&f.batch, "batch", hmdp.DefaultBatch, "source rows read and written per batch, one transaction each (users, posts and likes: at most 20000)")
 	if getenv("FEED_LOG_LEVEL") == "" {
 		// Progress and the report are the output; River's info lines are noise.
 		fs.Set("log-level", "warn")
@@ -99,8 +99,8 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return errors.New("feedd import hmdp needs --mysql (or FEED_IMPORT_MYSQL): the tutorial's database, user:password@tcp(host:3306)/hmdp")
 	case f.keepFeeds && f.redis == "":
 		return errors.New("--keep-feeds reads the tutorial's feed:* sets: give its Redis with --redis")
-	case f.batch < 1 || f.batch > 100_000:
-		return errors.New("--batch must be from 1 to 100000")
+	case f.batch < 1 || f.batch > 1_000_000:
+		return errors.New("--batch must be from 1 to 1000000")
 	case c.inboxCap < 1 || c.backfill < 0 || c.pullAt < 0:
 		return errors.New("--inbox-cap must be at least 1, --backfill and --pull-threshold not negative")
 	case c.redisURL != "" && c.redisCluster != "":
@@ -165,21 +165,18 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
-// importSQLiteCacheMiB is the page cache of the import's SQLite writer
-// (sqlite.Options.CacheMiB).
-const importSQLiteCacheMiB = 512
-
 // importSettings are the store's settings for a bulk import (feedd import,
 // feedd bench import); set names the flags given. Each batch is committed
 // with its checkpoint, so a power loss can only lose the last batches,
 // which a run resumed redoes: the import writes with synchronous=NORMAL
-// unless --sqlite-synchronous says otherwise.
+// unless --sqlite-synchronous says otherwise, and its SQLite writer is
+// tuned for a bulk load (sqlite.Options.Bulk).
 func importSettings(c *config, set map[string]bool) {
 	c.synchronous = strings.ToUpper(c.synchronous)
 	if !set["sqlite-synchronous"] {
 		c.synchronous = "NORMAL"
 	}
-	c.sqliteCacheMiB = importSQLiteCacheMiB
+	c.sqliteBulk = true
 }
 
 // openHMDP connects to the tutorial's MySQL database and, when given, its
