@@ -47,9 +47,10 @@ type ImportPhase struct {
 	Rows       int64   `json:"rows"`
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_s"`
-	// CPUSeconds is feedd's process's CPU time over the phase (the reads
-	// of MySQL and Redis, the cleaning, and on SQLite the store's work),
-	// and RowsPerCPUSec the rows per second of it: the rate a quiet core
+	// CPUSeconds is the CPU time of the work over the phase: feedd's
+	// process (the reads of MySQL and Redis, the cleaning, and on SQLite
+	// the store's work) and, when it runs on this machine, PostgreSQL's.
+	// RowsPerCPUSec is the rows per second of it: the rate one quiet core
 	// would give, where a shared machine's load moves RowsPerSec.
 	CPUSeconds    float64 `json:"cpu_seconds"`
 	RowsPerCPUSec float64 `json:"rows_per_cpu_s"`
@@ -75,6 +76,15 @@ func Import(ctx context.Context, env *Env, o ImportOptions) (*ImportResult, erro
 	}
 	res.Data, res.MakeSeconds = data, time.Since(t0).Seconds()
 	src := &hmdp.Source{MySQL: o.MySQL, Redis: o.Redis, Prefix: o.Prefix}
+	// The work's CPU: this process's, and a local PostgreSQL's too (the
+	// store's work is done there).
+	cpu := processCPU
+	if pg, ok := env.Store.(*PostgresStore); ok {
+		if server := pg.ServerCPU(ctx); server != nil {
+			cpu = func() time.Duration { return processCPU() + server() }
+			res.Backend += " (CPU: feedd's and PostgreSQL's)"
+		}
+	}
 	if o.CPUProfile != "" {
 		stop, err := startCPUProfile(o.CPUProfile)
 		if err != nil {
@@ -83,7 +93,7 @@ func Import(ctx context.Context, env *Env, o ImportOptions) (*ImportResult, erro
 		defer stop()
 	}
 	rep, err := hmdp.Run(ctx, src, hmdp.Options{Store: st, Inbox: env.Service.Inbox, Batch: o.Batch, Backfill: o.Backfill,
-		InboxCap: o.InboxCap, PullThreshold: o.PullThreshold, Progress: env.Progress, CPU: processCPU})
+		InboxCap: o.InboxCap, PullThreshold: o.PullThreshold, Progress: env.Progress, CPU: cpu})
 	if err != nil {
 		return nil, err
 	}
