@@ -22,9 +22,10 @@ const (
 	CodeResendAfter = 60 * time.Second // a phone gets at most one code this often
 	CodeMaxTries    = 5                // wrong tries that burn a code
 	SessionTTL      = 30 * time.Minute // idle time that ends a session
-	// touchInterval is how often a user's activity time is written:
-	// activity matters by the day (ActiveWindow), not by the request.
-	touchInterval = time.Hour
+	// TouchInterval is how often a user's activity time is written
+	// (TouchDue): activity matters by the day (ActiveWindow), not by the
+	// request.
+	TouchInterval = time.Hour
 )
 
 // AuthStore persists login codes and sessions. Codes and tokens reach it
@@ -308,15 +309,15 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 // says so (a page read before it is stale).
 func (s *Service) touch(ctx context.Context, userID int64) (regenerated bool, err error) {
 	now := s.now()
-	if last, ok := s.touched.Load(userID); ok && now.Sub(last.(time.Time)) < touchInterval && now.After(last.(time.Time)) {
+	if last, ok := s.touched.Load(userID); ok && now.Sub(last.(time.Time)) < TouchInterval && now.After(last.(time.Time)) {
 		return false, nil
 	}
-	prev, err := s.Social.Touch(ctx, userID, now, touchInterval)
+	prev, err := s.Social.Touch(ctx, userID, now, TouchInterval)
 	if err != nil {
 		return false, err
 	}
 	s.touched.Store(userID, now)
-	if s.ActiveWindow > 0 && now.Sub(prev) > s.ActiveWindow {
+	if Regenerates(prev, now, s.ActiveWindow) {
 		s.log().Info("inactive user is back; regenerating the inbox", "user_id", userID, "last_active", prev)
 		if err := s.RebuildInbox(ctx, userID); err != nil {
 			s.log().Warn("regenerate inbox", "user_id", userID, "error", err)

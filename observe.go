@@ -12,13 +12,19 @@ type Observer interface {
 	DegradedRead()
 	// CodeSent: a login code was handed to the CodeSender.
 	CodeSent()
+	// StreamPage: a page of a user's feed stream was read from the inbox
+	// merged with pulls outboxes, those of the pull-mode authors the user
+	// follows (0: the inbox alone). What --pull-threshold costs the read
+	// side (docs/scaling.md).
+	StreamPage(pulls int)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) InboxRebuilt() {}
-func (nopObserver) DegradedRead() {}
-func (nopObserver) CodeSent()     {}
+func (nopObserver) InboxRebuilt()  {}
+func (nopObserver) DegradedRead()  {}
+func (nopObserver) CodeSent()      {}
+func (nopObserver) StreamPage(int) {}
 
 func (s *Service) observe() Observer {
 	if s.Observe != nil {

@@ -345,6 +345,7 @@ func (s *Service) mergedPage(ctx context.Context, userID int64, b Bound, offset,
 			return nil, err
 		}
 	}
+	s.observe().StreamPage(len(pulls))
 	if len(pulls) == 0 {
 		return s.inboxPage(ctx, userID, nil, b, offset, limit, first)
 	}

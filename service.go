@@ -86,12 +86,7 @@ type Service struct {
 	key        []byte // Secret, or the process's random key
 }
 
-func (s *Service) inboxCap() int {
-	if s.InboxCap > 0 {
-		return s.InboxCap
-	}
-	return DefaultInboxCap
-}
+func (s *Service) inboxCap() int { return InboxCapOr(s.InboxCap) }
 
 func (s *Service) pageSize() int {
 	if s.PageSize > 0 {

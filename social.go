@@ -107,7 +107,7 @@ func (s *Service) Follow(ctx context.Context, userID, targetID int64, follow boo
 		if err != nil {
 			return err
 		}
-		if u.Mode == PushMode && u.Fans >= s.PullThreshold {
+		if EntersPull(u.Mode, u.Fans, s.PullThreshold) {
 			return s.Social.SetMode(ctx, targetID, PullMode)
 		}
 	}

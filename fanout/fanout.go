@@ -117,10 +117,8 @@ type Deps struct {
 // (max(v, 0) keeps negative values on the default, as cmp.Or alone would not).
 func (d *Deps) batchSize() int { return cmp.Or(max(d.BatchSize, 0), 1000) }
 func (d *Deps) splitSize() int { return cmp.Or(max(d.SplitSize, 0), 10000) }
-func (d *Deps) inboxCap() int  { return cmp.Or(max(d.InboxCap, 0), feed.DefaultInboxCap) }
-func (d *Deps) backfill() int {
-	return min(cmp.Or(max(d.Backfill, 0), feed.DefaultBackfill), d.inboxCap())
-}
+func (d *Deps) inboxCap() int  { return feed.InboxCapOr(d.InboxCap) }
+func (d *Deps) backfill() int  { return feed.BackfillSize(d.Backfill, d.InboxCap) }
 
 func (d *Deps) now() time.Time {
 	if d.Now != nil {
@@ -134,12 +132,7 @@ func (d *Deps) now() time.Time {
 // none is). A post's delivery takes it from the post's score, not the
 // clock, so that every attempt of its job computes the same batch jobs'
 // arguments, which River's uniqueness by arguments then inserts once.
-func (d *Deps) since(at int64) int64 {
-	if d.ActiveWindow <= 0 {
-		return 0
-	}
-	return at - d.ActiveWindow.Milliseconds()
-}
+func (d *Deps) since(at int64) int64 { return feed.ActiveSince(at, d.ActiveWindow) }
 
 // audience returns a keyset page of authorID's followers, only those active
 // since `since` (ms) when it is not 0.
@@ -196,7 +189,7 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 		return storeErr(err)
 	}
 	author := []int64{a.AuthorID}
-	if mode == feed.PullMode {
+	if !feed.Pushed(mode) {
 		if err := apply(ctx, d, a.Op, e, author); err != nil {
 			return err
 		}

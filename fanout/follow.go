@@ -120,7 +120,7 @@ func (d *Deps) author(ctx context.Context, authorID int64) (feed.Mode, int, erro
 	if err != nil {
 		return feed.PushMode, 0, err
 	}
-	if u.Mode == feed.PushMode && u.Fans >= d.PullThreshold {
+	if feed.EntersPull(u.Mode, u.Fans, d.PullThreshold) {
 		if err := d.Social.SetMode(ctx, authorID, feed.PullMode); err != nil {
 			return feed.PushMode, 0, err
 		}
@@ -145,7 +145,7 @@ func (d *Deps) settleMode(ctx context.Context, authorID int64) (feed.Mode, error
 		return mode, err
 	}
 	if mode == feed.PullMode {
-		if fans*10 >= d.PullThreshold*9 {
+		if feed.StaysPull(fans, d.PullThreshold) {
 			return feed.PullMode, nil
 		}
 		if err := d.Social.SetMode(ctx, authorID, feed.LeavingPullMode); err != nil {

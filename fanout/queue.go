@@ -155,7 +155,7 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	// inserts too, it is the least time between two NOTIFYs of new jobs: an
 	// insert within 100 ms of the last notified one sent none, and its job
 	// waited for the next NOTIFY or the workers' 1 s poll. API processes
-	// apart from their workers (serve --workers 0) delivered posts 50 ms
+	// apart from their workers (serve --workers 0) delivered posts 30 ms
 	// apart after p90 350 ms, max 880 ms, out of order (feedd bench stream
 	// --apart). At 2 ms every post's commit wakes the workers
 	// (docs/operations.md, "From a post to its followers' streams").

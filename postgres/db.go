@@ -82,6 +82,16 @@ func Open(ctx context.Context, url string) (*DB, error) {
 // Close closes the pool, waiting for connections in use to be released.
 func (db *DB) Close() { db.Pool.Close() }
 
+// baseline is the first migration: the schema feedd 0.1.0 creates. Every
+// later file moves a database forward from there (CONTRIBUTING.md, "A
+// migration").
+const baseline = "migrations/001_baseline.sql"
+
+// errPreRelease refuses a database that has migrations recorded but not
+// the baseline: a development build before 0.1.0 made it, and there is no
+// upgrade path from those.
+var errPreRelease = errors.New("the database was made by a feedd older than 0.1.0 and cannot be upgraded: start from a new database")
+
 // Migrate applies feedd's migrations that the database has not seen yet,
 // each in its own transaction, recording them in table feedd_migrations.
 // It is safe to run from several processes at once: each transaction first
@@ -119,6 +129,14 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 			return err
 		} else if done {
 			return nil
+		}
+		if name == baseline {
+			var others bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_migrations)`).Scan(&others); err != nil {
+				return err
+			} else if others {
+				return errPreRelease
+			}
 		}
 		body, err := fs.ReadFile(migrationFS, name)
 		if err != nil {

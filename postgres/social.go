@@ -164,7 +164,7 @@ func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error
 		if tag.RowsAffected() == 0 {
 			return feed.ErrNotFound("user")
 		}
-		_, err = tx.Exec(ctx, `UPDATE follows SET pull = $1 WHERE followee_id = $2 AND pull <> $1`, mode != feed.PushMode, authorID)
+		_, err = tx.Exec(ctx, `UPDATE follows SET pull = $1 WHERE followee_id = $2 AND pull <> $1`, feed.Merged(mode), authorID)
 		return err
 	})
 }

@@ -349,7 +349,7 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 				return errFollowBlocked
 			}
 			// pull copies the followee's mode, read under lockPair's lock
-			// (follows.pull, 004_follows_pull.sql).
+			// (follows.pull, migrations/001_baseline.sql).
 			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
 				SELECT $1, $2, $3, mode <> 0 FROM users WHERE id = $2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
 		} else {

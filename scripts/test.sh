@@ -13,9 +13,10 @@
 # It does all set-up itself, on loopback (127.0.0.1) only:
 #   - installs redis-server with apt-get if redis-server/redis-cli are missing,
 #     chromium (for the browser tests) if it is missing and FEED_CHROMIUM
-#     names no other binary, sqlite3 (the stock shell) if it is missing (and
-#     gcc, needed by -race, if there is no C compiler), mariadb-server (the
-#     tutorial's MySQL, for the import tests) if mariadbd is missing; PostgreSQL 15
+#     names no other binary, sqlite3 (the stock shell) and systemd (for
+#     systemd-analyze) if they are missing (and gcc, needed by -race, if there
+#     is no C compiler), mariadb-server (the tutorial's MySQL, for the import
+#     tests) if mariadbd is missing; PostgreSQL 15
 #     binaries are expected in /usr/lib/postgresql/15/bin (override with
 #     FEED_PG_BIN), postgresql-15 is apt-installed only as a fallback;
 #   - makes one temp dir (mktemp -d) holding every data dir, socket and log;
@@ -150,6 +151,11 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 fi
 if ! command -v sqlite3 >/dev/null; then
 	apt_install sqlite3 # the stock shell: what an operator can write (sqlite/migrate_test.go)
+fi
+if ! command -v systemd-analyze >/dev/null; then
+	# systemd-analyze verify checks deploy/'s units (cmd/feedd/deploy_test.go);
+	# it needs no running systemd, so this works in a container too.
+	apt_install systemd
 fi
 REDIS_SERVER=$(command -v redis-server) || die "redis-server not found after install"
 if [[ -z ${FEED_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then

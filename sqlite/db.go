@@ -13,10 +13,10 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
@@ -27,24 +27,25 @@ import (
 //go:embed migrations/*.sql inbox_migrations/*.sql
 var migrationFS embed.FS
 
-// migrations names the migration files of one kind of database file:
-// patterns separated by spaces, the files applied in the order of their
-// paths.
+// migrations is the directory of one kind of database file's migrations,
+// applied in the order of their names: feedd.db's (migrations/) or
+// inbox.db's (inbox_migrations/). Each starts with 001_baseline.sql, the
+// schema feedd 0.1.0 creates; every later file moves a database forward
+// from there (CONTRIBUTING.md, "A migration").
 type migrations string
 
 const (
-	mainSchema migrations = "migrations/*.sql" // feedd.db: everything
-	// inbox.db: the inboxes alone, and feedd.db's migrations of the inbox
-	// tables since inbox.db was made (007 added the inbox head, 009 drops
-	// it).
-	inboxSchema migrations = "inbox_migrations/*.sql migrations/007_inbox_head.sql migrations/009_drop_packed_copies.sql"
+	mainSchema  migrations = "migrations"       // feedd.db
+	inboxSchema migrations = "inbox_migrations" // inbox.db: the inboxes alone
 )
 
-// retired are migrations that a later one undoes and that can no longer
-// run: 008 fills its table with SQL functions feedd no longer registers.
-// A database that has not applied one records it as applied without
-// running it; the later migration (009) drops what it made, IF EXISTS.
-var retired = map[string]bool{"migrations/008_rank_profile.sql": true}
+// baseline is the first migration of every kind of file.
+const baseline = "001_baseline.sql"
+
+// errPreRelease refuses a file that has migrations recorded but not the
+// baseline: a development build before 0.1.0 made it, and there is no
+// upgrade path from those.
+var errPreRelease = errors.New("the database was made by a feedd older than 0.1.0 and cannot be upgraded: start from a new data directory")
 
 // DB is an open feedd database. SQLite allows one writer at a time, so it
 // keeps two pools on one file: Write, with a single connection whose
@@ -219,17 +220,15 @@ func (db *DB) Close() error {
 	return errors.Join(db.Read.Close(), db.Write.Close())
 }
 
+// migrate applies the migrations of schema that the file has not seen,
+// each in a transaction of its own that records it in feedd_migrations.
 func (db *DB) migrate(ctx context.Context, schema migrations) error {
 	if _, err := db.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
 		return err
 	}
-	var names []string
-	for _, pattern := range strings.Fields(string(schema)) {
-		ns, err := fs.Glob(migrationFS, pattern)
-		if err != nil {
-			return err
-		}
-		names = append(names, ns...)
+	names, err := fs.Glob(migrationFS, string(schema)+"/*.sql")
+	if err != nil {
+		return err
 	}
 	sort.Strings(names)
 	for _, name := range names {
@@ -252,14 +251,19 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	} else if n > 0 {
 		return nil
 	}
-	if !retired[name] {
-		body, err := fs.ReadFile(migrationFS, name)
-		if err != nil {
+	if path.Base(name) == baseline {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil {
 			return err
+		} else if n > 0 {
+			return errPreRelease
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return err
-		}
+	}
+	body, err := fs.ReadFile(migrationFS, name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO feedd_migrations (name) VALUES (?)`, name); err != nil {
 		return err

@@ -29,7 +29,7 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 			} else if blocked {
 				return errFollowBlocked
 			}
-			// pull copies the followee's mode (follows.pull, 005_follows_pull.sql).
+			// pull copies the followee's mode (follows.pull, migrations/001_baseline.sql).
 			res, err = tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
 				SELECT ?1, ?2, ?3, mode <> 0 FROM users WHERE id = ?2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
 		} else {

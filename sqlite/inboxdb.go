@@ -11,9 +11,9 @@ import (
 const InboxFile = "inbox.db"
 
 // OpenInbox opens (creating if needed) the inboxes' own database, inbox.db
-// in dir, private as OpenOptions makes feedd.db, and moves into it the
-// inbox entries that an earlier feedd kept in main's file (main: the
-// feedd.db of dir, already open).
+// in dir, private as OpenOptions makes feedd.db, and pairs it with main
+// (the feedd.db of dir, already open; nil: no pairing, for tools that
+// only read or write inboxes).
 //
 // Why a file of their own: SQLite has one writer per file. With the
 // inboxes in feedd.db, every delivery waited in line behind the API's
@@ -25,18 +25,14 @@ const InboxFile = "inbox.db"
 // by side. The durability is feedd.db's (the same Options): a delivery is
 // committed before its job is, as before.
 //
-// The Inbox type works on either file: feedd.db keeps the inbox tables of
-// its migrations (empty once moved), which tests that need one file use.
+// The Inbox type works on either file: feedd.db has the inbox tables too,
+// which tests that need one file use.
 func OpenInbox(ctx context.Context, dir string, o Options, main *DB) (*DB, error) {
 	db, err := openPrivate(ctx, dir, InboxFile, o, inboxSchema)
 	if err != nil {
 		return nil, err
 	}
 	if main != nil {
-		if err := db.adopt(ctx, main); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("move inboxes from %s: %w", main.Path, err)
-		}
 		if err := db.pair(ctx, main); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("pair %s with %s: %w", db.Path, main.Path, err)
@@ -66,8 +62,8 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 	if mainID != "" && mainID == ownID {
 		return nil
 	}
-	// Both unnamed: the first start with inbox.db, on a new database or on
-	// one whose inboxes adopt just moved here. Anything else: regenerate.
+	// Both unnamed: the first start, on a new data directory. Anything
+	// else: regenerate.
 	stale := mainID != "" || ownID != ""
 	id := rand.Text()
 	err := db.tx(ctx, func(tx *sql.Tx) error {
@@ -96,51 +92,5 @@ func (db *DB) pair(ctx context.Context, main *DB) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO feedd_meta (key, value) VALUES ('inbox_file', ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id)
 		return err
-	})
-}
-
-// adopt moves main's inbox rows (entries and rooms) into db. Copying is
-// idempotent (a row already here stays; a room takes the smaller count),
-// and main's rows are deleted only after db's copy is committed, so a
-// crash anywhere in between leaves every entry in at least one file and
-// the next start finishes the move. With nothing to move it costs one probe.
-func (db *DB) adopt(ctx context.Context, main *DB) error {
-	var any int
-	if err := main.Read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox) OR EXISTS (SELECT 1 FROM inbox_trim)`).Scan(&any); err != nil || any == 0 {
-		return err
-	}
-	conn, err := db.Write.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS old`, main.Path); err != nil {
-		return err
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `DETACH DATABASE old`)
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, q := range []string{
-		`INSERT OR IGNORE INTO main.inbox (user_id, score, post_id) SELECT user_id, score, post_id FROM old.inbox`,
-		`INSERT INTO main.inbox_trim (user_id, room) SELECT user_id, room FROM old.inbox_trim WHERE true
-			ON CONFLICT (user_id) DO UPDATE SET room = min(room, excluded.room)`,
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	return main.tx(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM inbox`, `DELETE FROM inbox_trim`} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
 }

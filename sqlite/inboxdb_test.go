@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -26,69 +25,6 @@ func openInbox(t *testing.T) *sqlite.DB {
 // The inbox conformance suite on inbox.db, the file feedd keeps inboxes in.
 func TestInboxFile(t *testing.T) {
 	feedtest.TestInbox(t, func(t *testing.T, cap int) feed.Inbox { return &sqlite.Inbox{DB: openInbox(t), Cap: cap} }, feed.InboxSlack)
-}
-
-// An earlier feedd kept inboxes in feedd.db: OpenInbox moves them, entries
-// and rooms, into inbox.db, and a second open (or one after a crash
-// between the copy and the delete) changes nothing.
-func TestOpenInboxMovesInboxes(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	main, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-	const cap = 20
-	old := &sqlite.Inbox{DB: main, Cap: cap}
-	users := []int64{1, 2, 3}
-	for i := range int64(30) { // past the cap and its slack: trims and rooms
-		if err := old.Deliver(ctx, feed.Entry{PostID: 100 + i, Score: 1000 + i/3}, users); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := map[int64][]feed.Entry{}
-	for _, u := range users {
-		want[u] = page(t, old, u)
-		if len(want[u]) < cap {
-			t.Fatalf("user %d holds %d entries before the move, want at least %d", u, len(want[u]), cap)
-		}
-	}
-	for round := range 2 {
-		idb, err := sqlite.OpenInbox(ctx, dir, sqlite.Options{}, main)
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		moved := &sqlite.Inbox{DB: idb, Cap: cap}
-		for _, u := range users {
-			if got := page(t, moved, u); !slices.Equal(got, want[u]) {
-				t.Errorf("round %d: user %d's inbox in inbox.db = %v, want %v", round, u, got, want[u])
-			}
-			if got := page(t, old, u); len(got) != 0 {
-				t.Errorf("round %d: user %d's inbox still in feedd.db: %v", round, u, got)
-			}
-		}
-		// The rooms came along: deliveries keep the bound of cap + slack.
-		for i := range int64(40) {
-			if err := moved.Deliver(ctx, feed.Entry{PostID: 1000 + int64(round)*100 + i, Score: 5000 + int64(round)*100 + i}, users); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, u := range users {
-			if n := len(page(t, moved, u)); n < cap || n > cap+feed.InboxSlack(cap) {
-				t.Errorf("round %d: user %d holds %d entries, want %d to %d", round, u, n, cap, cap+feed.InboxSlack(cap))
-			}
-			want[u] = page(t, moved, u)
-		}
-		idb.Close()
-	}
-	fi, err := os.Stat(filepath.Join(dir, sqlite.InboxFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("%s mode %v, want 0600", sqlite.InboxFile, fi.Mode().Perm())
-	}
 }
 
 // page reads user's whole inbox, newest first.
@@ -184,5 +120,12 @@ func TestOpenInboxPairs(t *testing.T) {
 	}
 	if r, _, in := open("paired again", false); r || in {
 		t.Errorf("paired again: regenerated %v, inactive %v; want neither", r, in)
+	}
+	fi, err := os.Stat(filepath.Join(dir, sqlite.InboxFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s mode %v, want 0600", sqlite.InboxFile, fi.Mode().Perm())
 	}
 }

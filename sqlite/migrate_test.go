@@ -1,7 +1,7 @@
 package sqlite_test
 
 import (
-	"fmt"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,124 +15,195 @@ import (
 	"github.com/feedd/feedd/sqlite"
 )
 
-// openPair opens (migrating) feedd.db and inbox.db in dir, closed when t
-// ends.
-func openPair(t *testing.T, dir string) (*sqlite.DB, *sqlite.DB) {
-	t.Helper()
-	main, err := sqlite.Open(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { main.Close() })
-	ib, err := sqlite.OpenInbox(t.Context(), dir, sqlite.Options{}, main)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ib.Close() })
-	return main, ib
-}
+// The schema of feedd 0.1.0, frozen: testdata/0.1.0 holds copies of the
+// baselines as 0.1.0 shipped them, never edited, and the names 0.1.0
+// recorded them by.
+const (
+	release010     = "testdata/0.1.0"
+	release010Main = "migrations/001_baseline.sql"
+	release010Box  = "inbox_migrations/001_baseline.sql"
+)
 
-// schema lists a database's tables, indexes and triggers with their SQL.
-func schema(t *testing.T, db *sqlite.DB) []string {
-	t.Helper()
-	rows, err := db.Read.Query(`SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema
-		WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+// TestBaselineFrozen: the baselines are the schema 0.1.0 created, so they
+// are never edited after it; a change to the schema is a new migration.
+func TestBaselineFrozen(t *testing.T) {
+	for file, frozen := range map[string]string{release010Main: "feedd.db.sql", release010Box: "inbox.db.sql"} {
+		got, err := os.ReadFile(file)
+		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, s)
+		want, err := os.ReadFile(filepath.Join(release010, frozen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from %s, the 0.1.0 it must stay: put the change in a new migration (CONTRIBUTING.md, \"A migration\")", file, filepath.Join(release010, frozen))
+		}
 	}
-	return out
 }
 
-// upgraded opens, with this code, a data directory as a feedd with
-// migrations 001-008 left it: inbox heads and rank profiles filled, and
-// their triggers, which call feedd's SQL functions. (008 without its last
-// statement, which fills the profiles with those functions: the test
-// fills them.)
-func upgraded(t *testing.T) (dir string, main, ib *sqlite.DB) {
+// fromRelease010 makes in a temporary directory the feedd.db and inbox.db
+// of a feedd 0.1.0 in use: its frozen schema, recorded as 0.1.0 recorded
+// it, the two files paired, with users, posts, likes, follows (one of an
+// author in pull mode), mutes, blocks, muted words, a report, a hidden
+// post, a session, a notification group and inboxes. It returns the
+// directory.
+func fromRelease010(t *testing.T) string {
 	t.Helper()
-	dir = t.TempDir()
-	rp, err := os.ReadFile("migrations/008_rank_profile.sql")
+	dir := t.TempDir()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(release010, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dbOf(t, filepath.Join(dir, "feedd.db"), read("feedd.db.sql"), release010Main,
+		`INSERT INTO users (phone, nick_name, created_at, mode, active_at) VALUES
+			('13800000000', 'a', 1, 0, 1000), ('13800000001', 'b', 1, 0, 1000),
+			('13800000002', 'c', 1, 1, 1000), ('13800000003', 'd', 1, 0, 1000)`,
+		`INSERT INTO posts (user_id, title, content, liked, created_at, updated_at) VALUES
+			(2, 't1', 'c1', 1, 1800000000000, 1800000000000), (3, 't2', 'c2', 1, 1800000060000, 1800000060000),
+			(2, 't3', 'c3', 0, 1800000120000, 1800000120000)`,
+		`INSERT INTO likes (post_id, user_id, created_at, author_id) VALUES (1, 1, 1800000001000, 2), (2, 1, 1800000061000, 3)`,
+		`INSERT INTO follows (follower_id, followee_id, created_at, pull) VALUES (1, 2, 5, 0), (1, 3, 5, 1), (4, 1, 5, 0)`,
+		`UPDATE users SET followee = 2 WHERE id = 1; UPDATE users SET fans = 1 WHERE id IN (2, 3)`,
+		`INSERT INTO mutes (user_id, muted_id, created_at) VALUES (1, 4, 5)`,
+		`INSERT INTO blocks (user_id, blocked_id, created_at) VALUES (4, 3, 5)`,
+		`INSERT INTO muted_words (user_id, word, created_at) VALUES (1, 'spoiler', 5)`,
+		`INSERT INTO reports (post_id, reporter_id, reason, created_at, dismissed) VALUES (3, 4, 'spam', 5, 0)`,
+		`INSERT INTO hidden_posts (post_id, hidden_at) VALUES (3, 6)`,
+		`INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ('hash-of-a', 1, 4000000000000)`,
+		`INSERT INTO notify_groups (id, user_id, kind, target_id, first_at, latest_at, count) VALUES (1, 1, 'follow', 0, 1800000000000, 1800000000000, 1)`,
+		`INSERT INTO notify_actors (group_id, actor_id, at) VALUES (1, 4, 1800000000000)`,
+		`INSERT INTO feedd_meta (key, value) VALUES ('inbox_file', 'pair-010')`)
+	dbOf(t, filepath.Join(dir, "inbox.db"), read("inbox.db.sql"), release010Box,
+		`INSERT INTO inbox (user_id, score, post_id) VALUES (1, 1800000000000, 1), (1, 1800000120000, 3), (4, 1800000000000, 1)`,
+		`INSERT INTO inbox_trim (user_id, room) VALUES (1, 958), (4, 959)`,
+		`INSERT INTO inbox_meta (key, value) VALUES ('id', 'pair-010')`)
+	return dir
+}
+
+// dbOf makes the database file path as a feedd left it: feedd_migrations
+// as feedd creates it, the migration body run and recorded as name, then
+// qs.
+func dbOf(t *testing.T, path, body, name string, qs ...string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	triggers, _, ok := strings.Cut(string(rp), "-- The profiles of the users who have liked or followed.")
-	if !ok {
-		t.Fatal("008_rank_profile.sql: no backfill statement to leave out")
+	defer raw.Close()
+	all := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`, body, `INSERT INTO feedd_migrations (name) VALUES ('` + name + `')`}
+	for _, q := range append(all, qs...) {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%v\n%s", err, q)
+		}
 	}
-	posts := `INSERT INTO posts (user_id, title, content, liked, created_at, updated_at) VALUES `
-	var inbox []string
-	for i := range 40 {
-		at := 1_800_000_000_000 + i*60_000
-		posts += fmt.Sprintf("(%d, 't', 'c', %d, %d, %d),", 2+i%2, min(i%3, 1)^1, at, at)
-		inbox = append(inbox, fmt.Sprintf("(1, %d, %d), (4, %d, %d)", at, i+1, at, i+1))
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("migrations/00[1-7]_*.sql")
-	dbOf(t, filepath.Join(dir, "feedd.db"), files,
-		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000000', 'a', 1), ('13800000001', 'b', 1), ('13800000002', 'c', 1), ('13800000003', 'd', 1)`,
-		strings.TrimSuffix(posts, ","),
-		`INSERT INTO likes (post_id, user_id, created_at, author_id) SELECT id, 1, created_at + 1, user_id FROM posts WHERE liked = 1`,
-		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 5), (1, 3, 5), (2, 3, 5), (4, 1, 5)`,
-		triggers, `INSERT INTO feedd_migrations (name) VALUES ('migrations/008_rank_profile.sql')`,
-		`INSERT INTO rank_profile (user_id, likes, follows) VALUES (1, X'01', X'01'), (2, NULL, X'01'), (4, NULL, X'01')`)
-	dbOf(t, filepath.Join(dir, "inbox.db"), []string{"inbox_migrations/001_inbox.sql", "migrations/007_inbox_head.sql"},
-		`INSERT INTO inbox (user_id, score, post_id) VALUES `+strings.Join(inbox, ", "),
-		`INSERT INTO inbox_trim (user_id, room, head_score, head_post) VALUES (1, 960, 1800000000000, 1), (4, 960, NULL, 1)`,
-		`INSERT INTO inbox_head (user_id, head) VALUES (1, X'01'), (4, X'01')`)
-	main, ib = openPair(t, dir)
-	return dir, main, ib
 }
 
-// A database of the release before migration 009 upgrades at start: the
-// inbox heads and rank profiles, their triggers and inbox_trim's head
-// columns are gone, both files' schemas are those of a new database, and
-// the data is all there and reads as before.
-func TestMigrateDropsPackedCopies(t *testing.T) {
+// TestUpgradeFrom010: feedd opens the data directory of feedd 0.1.0 and
+// migrates it to the newest schema: both files then have a new database's
+// schema, and the data reads as it was written, through the stores.
+func TestUpgradeFrom010(t *testing.T) {
 	ctx := t.Context()
-	_, main, ib := upgraded(t)
+	main, ib := openPair(t, fromRelease010(t))
 	freshMain, freshInbox := openPair(t, t.TempDir())
 	for _, c := range []struct {
 		name     string
 		got, new *sqlite.DB
 	}{{"feedd.db", main, freshMain}, {"inbox.db", ib, freshInbox}} {
-		got, want := schema(t, c.got), schema(t, c.new)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s upgraded, schema:\n%s\nwant (a new database's):\n%s", c.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		for _, s := range got {
-			if strings.Contains(s, "inbox_head") || strings.Contains(s, "rank_profile") || strings.Contains(s, "feedd_head") {
-				t.Errorf("%s upgraded still has %s", c.name, s)
-			}
+		if got, want := dumpSchema(t, c.got.Read), dumpSchema(t, c.new.Read); got != want {
+			t.Errorf("%s of 0.1.0 upgraded, schema differs from a new one's:\n%s", c.name, lineDiff(want, got))
 		}
 	}
-	var likes, follows int
-	if err := main.Read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM likes), (SELECT count(*) FROM follows)`).Scan(&likes, &follows); err != nil {
+	if ib.Regenerated {
+		t.Error("the paired inbox.db of 0.1.0 was regenerated")
+	}
+
+	users, err := main.Users(ctx, []int64{1, 2, 3, 4})
+	if err != nil || len(users) != 4 || users[3].Mode != feed.PullMode || users[1].Followee != 2 || users[2].Fans != 1 {
+		t.Fatalf("Users after the upgrade = %v, %v", users, err)
+	}
+	if id, err := main.Session(ctx, "hash-of-a", time.UnixMilli(1_900_000_000_000), 0); err != nil || id != 1 {
+		t.Fatalf("Session after the upgrade = %d, %v; want user 1", id, err)
+	}
+	if posts, err := main.PostsOfUser(ctx, 2, 0, 10); err != nil || len(posts) != 2 || posts[0].Title != "t3" {
+		t.Fatalf("PostsOfUser(2) after the upgrade = %v, %v", posts, err)
+	}
+	if ids, err := main.Following(ctx, 1, 0, 10); err != nil || !slices.Equal(ids, []int64{2, 3}) {
+		t.Fatalf("Following(1) after the upgrade = %v, %v", ids, err)
+	}
+	if ids, err := main.PullFollowees(ctx, 1); err != nil || !slices.Equal(ids, []int64{3}) {
+		t.Fatalf("PullFollowees(1) after the upgrade = %v, %v", ids, err)
+	}
+	if m, err := main.Muted(ctx, 1, 0, 10); err != nil || !slices.Equal(m, []int64{4}) {
+		t.Fatalf("Muted(1) after the upgrade = %v, %v", m, err)
+	}
+	if b, err := main.BlockedBy(ctx, 3, []int64{4}); err != nil || !b[4] {
+		t.Fatalf("BlockedBy(3, [4]) after the upgrade = %v, %v", b, err)
+	}
+	if w, err := main.MutedWords(ctx, 1); err != nil || !slices.Equal(w, []string{"spoiler"}) {
+		t.Fatalf("MutedWords(1) after the upgrade = %v, %v", w, err)
+	}
+	if h, err := main.Hidden(ctx, []int64{1, 3}); err != nil || h[1] || !h[3] {
+		t.Fatalf("Hidden after the upgrade = %v, %v", h, err)
+	}
+	now := time.UnixMilli(1_800_000_200_000)
+	if gs, err := main.Notifications(ctx, 1, feed.Top(), now, 10); err != nil || len(gs) != 1 || gs[0].Kind != feed.NotifyFollow || !slices.Equal(gs[0].ActorIDs, []int64{4}) {
+		t.Fatalf("Notifications(1) after the upgrade = %+v, %v", gs, err)
+	}
+	aff, err := main.Affinity(ctx, 1, []int64{2, 3}, now.Add(-24*time.Hour), now, time.Hour)
+	if err != nil || aff[2].Likes <= 0 || aff[3].Likes <= 0 {
+		t.Fatalf("Affinity of user 1 after the upgrade = %v, %v", aff, err)
+	}
+	page, err := (&sqlite.Inbox{DB: ib}).Page(ctx, 1, feed.Top(), 0, 10)
+	if err != nil || !slices.Equal(page, []feed.Entry{{PostID: 3, Score: 1800000120000}, {PostID: 1, Score: 1800000000000}}) {
+		t.Fatalf("inbox of user 1 after the upgrade = %v, %v", page, err)
+	}
+	// and takes writes
+	if err := main.SetMutedWord(ctx, 1, "plot", true, now); err != nil {
 		t.Fatal(err)
 	}
-	if likes != 14 || follows != 4 {
-		t.Fatalf("after the upgrade: %d likes, %d follows; want 14, 4", likes, follows)
+	if err := (&sqlite.Inbox{DB: ib, Cap: 960}).Deliver(ctx, feed.Entry{PostID: 4, Score: 1800000180000}, []int64{1, 4}); err != nil {
+		t.Fatal(err)
 	}
-	page, err := (&sqlite.Inbox{DB: ib}).Page(ctx, 1, feed.Top(), 0, 150)
-	if err != nil || len(page) != 40 {
-		t.Fatalf("inbox page of user 1 after the upgrade: %d entries, %v; want 40", len(page), err)
+}
+
+// A data directory of a development build before 0.1.0 (migrations
+// recorded, not the baseline) is refused with a clear error, its schema
+// unchanged.
+func TestMigratePreRelease(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "feedd.db")
+	dbOf(t, path, `CREATE TABLE users (id INTEGER PRIMARY KEY, phone TEXT NOT NULL UNIQUE)`, "migrations/001_init.sql")
+	schemaOf := func() string {
+		raw, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		var recorded string
+		if err := raw.QueryRow(`SELECT group_concat(name) FROM feedd_migrations`).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		return dumpSchema(t, raw) + recorded
 	}
-	now := time.UnixMilli(1_800_000_000_000).Add(time.Hour)
-	aff, err := main.Affinity(ctx, 1, []int64{2, 3}, now.Add(-24*time.Hour), now, time.Hour)
-	if err != nil || aff[2].Likes <= 0 || aff[3].Likes <= 0 || aff[2].FollowedAt.IsZero() {
-		t.Fatalf("Affinity of user 1 after the upgrade = %v, %v", aff, err)
+	before := schemaOf()
+	_, err := sqlite.Open(t.Context(), dir)
+	if err == nil || !strings.Contains(err.Error(), "older than 0.1.0") {
+		t.Fatalf("Open of a pre-0.1.0 feedd.db = %v, want an error naming 0.1.0", err)
+	}
+	if after := schemaOf(); after != before {
+		t.Errorf("the refused feedd.db was changed:\n%s", lineDiff(before, after))
 	}
 }
 
 // The stock sqlite3 shell writes every table a like, a follow or an inbox
-// touches, in a new database and in an upgraded one (no trigger calls a
+// touches, in a new database and in one upgraded from 0.1.0 (no trigger calls a
 // function only feedd registers), and feedd reads what it wrote.
 func TestSQLite3ShellWrites(t *testing.T) {
 	shell := testenv.SQLite3(t)
@@ -150,8 +221,8 @@ func TestSQLite3ShellWrites(t *testing.T) {
 		return dir
 	}
 	for name, setUp := range map[string]func(t *testing.T) string{
-		"new":      fresh,
-		"upgraded": func(t *testing.T) string { dir, _, _ := upgraded(t); return dir },
+		"new":                 fresh,
+		"upgraded from 0.1.0": fromRelease010,
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := setUp(t)

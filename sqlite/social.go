@@ -153,7 +153,7 @@ func (db *DB) SetMode(ctx context.Context, authorID int64, mode feed.Mode) error
 			return feed.ErrNotFound("user")
 		}
 		pull := 0
-		if mode != feed.PushMode {
+		if feed.Merged(mode) {
 			pull = 1
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE follows SET pull = ?1 WHERE followee_id = ?2 AND pull <> ?1`, pull, authorID)

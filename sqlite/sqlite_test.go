@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -106,38 +103,6 @@ func TestEnqueueInTransaction(t *testing.T) {
 	}
 }
 
-// A database created before 002_social.sql keeps its users: they come out
-// in push mode, active since their creation.
-func TestMigrateSocial(t *testing.T) {
-	ctx := t.Context()
-	path := dbBefore(t, "migrations/002",
-		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1700000000123), ('13800000002', 'b', 1700000000456)`,
-		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1700000000789)`)
-	db, err := sqlite.OpenFile(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	users, err := db.Users(ctx, []int64{1, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, created := range map[int64]int64{1: 1700000000123, 2: 1700000000456} {
-		u := users[id]
-		if u == nil || u.Mode != feed.PushMode || u.ActiveAt.UnixMilli() != created || u.CreatedAt.UnixMilli() != created {
-			t.Fatalf("user %d after the migration: %+v", id, u)
-		}
-	}
-	if ids, err := db.Following(ctx, 1, 0, 10); err != nil || len(ids) != 1 || ids[0] != 2 {
-		t.Fatalf("Following(1) after the migration = %v, %v", ids, err)
-	}
-	var n int
-	files, _ := filepath.Glob("migrations/*.sql")
-	if err := db.Read.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil || n != len(files) {
-		t.Fatalf("feedd_migrations has %d rows (%v), want %d (every migration once)", n, err, len(files))
-	}
-}
-
 // TestSessionSweepClock checks what the feedtest suite cannot see: the
 // sweep in CreateSession removes the sessions expired by the caller's clock
 // even when the machine's clock, two days behind, would still call them live.
@@ -175,127 +140,6 @@ func TestSessionSweepClock(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
-
-// A database whose inboxes were filled before 003_inbox_trim.sql (when the
-// SQLite inbox kept every entry) has each of them trimmed to the cap by its
-// next delivery.
-func TestMigrateInboxTrim(t *testing.T) {
-	ctx := t.Context()
-	path := dbBefore(t, "migrations/003", `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 300)
-		INSERT INTO inbox (user_id, score, post_id) SELECT u, 1700000000000 + i, i FROM g, (SELECT 1 AS u UNION ALL SELECT 2)`)
-	db, err := sqlite.OpenFile(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ib := &sqlite.Inbox{DB: db, Cap: 50}
-	if err := ib.Deliver(ctx, feed.Entry{PostID: 301, Score: 1700000000301}, []int64{1}); err != nil {
-		t.Fatal(err)
-	}
-	for u, want := range map[int64]int{1: 50, 2: 300} { // 2 waits for its next delivery
-		es, err := ib.Page(ctx, u, feed.AtMost(1<<52), 0, 1000)
-		if err != nil || len(es) != want || (u == 1 && es[0].PostID != 301) {
-			t.Fatalf("inbox of user %d after the migration and a delivery to user 1: %d entries (%v), want %d", u, len(es), err, want)
-		}
-	}
-}
-
-// A database created before 005_follows_pull.sql flags the follows of the
-// authors already out of push mode, so PullFollowees answers as before.
-func TestMigrateFollowsPull(t *testing.T) {
-	ctx := t.Context()
-	path := dbBefore(t, "migrations/005",
-		`INSERT INTO users (phone, nick_name, created_at, mode) VALUES ('13800000001', 'a', 1, 0), ('13800000002', 'b', 1, 0), ('13800000003', 'c', 1, 1), ('13800000004', 'd', 1, 2)`,
-		`INSERT INTO follows (follower_id, followee_id, created_at) VALUES (1, 2, 1), (1, 3, 1), (1, 4, 1), (2, 3, 1), (3, 1, 1)`)
-	db, err := sqlite.OpenFile(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for v, want := range map[int64][]int64{1: {3, 4}, 2: {3}, 3: nil, 4: nil} {
-		if got, err := db.PullFollowees(ctx, v); err != nil || !slices.Equal(got, want) {
-			t.Fatalf("PullFollowees(%d) after the migration = %v, %v; want %v", v, got, err, want)
-		}
-	}
-	if err := db.SetMode(ctx, 3, feed.PushMode); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := db.PullFollowees(ctx, 1); err != nil || !slices.Equal(got, []int64{4}) {
-		t.Fatalf("PullFollowees(1) after SetMode(3, push) = %v, %v; want [4]", got, err)
-	}
-}
-
-// dbBefore makes a feedd.db in a temporary directory as a feedd of an
-// earlier release left it: the migrations whose names sort before upto,
-// each recorded as applied, then qs (its data). It returns the file's path.
-func dbBefore(t *testing.T, upto string, qs ...string) string {
-	t.Helper()
-	files, _ := filepath.Glob("migrations/*.sql")
-	files = slices.DeleteFunc(files, func(f string) bool { return f >= upto })
-	path := filepath.Join(t.TempDir(), "feedd.db")
-	dbOf(t, path, files, qs...)
-	return path
-}
-
-// dbOf makes the database file path: the migration files, run as they
-// are and each recorded as applied, then qs.
-func dbOf(t *testing.T, path string, files []string, qs ...string) {
-	t.Helper()
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	all := []string{`CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY)`}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, string(b), `INSERT INTO feedd_migrations (name) VALUES ('`+f+`')`)
-	}
-	for _, q := range append(all, qs...) {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A database created before 006_likes_author.sql gives its likes their
-// posts' authors, so the ranked timeline's affinity (read from the likes
-// alone now) counts the likes made before the upgrade; a like made after
-// it has its author too.
-func TestMigrateLikesAuthor(t *testing.T) {
-	ctx := t.Context()
-	path := dbBefore(t, "migrations/006",
-		`INSERT INTO users (phone, nick_name, created_at) VALUES ('13800000001', 'a', 1), ('13800000002', 'b', 1), ('13800000003', 'c', 1)`,
-		`INSERT INTO posts (user_id, title, content, liked, created_at, updated_at) VALUES (2, 't', 'c', 1, 5, 5), (3, 't', 'c', 1, 6, 6)`,
-		`INSERT INTO likes (post_id, user_id, created_at) VALUES (1, 1, 10), (2, 1, 20)`)
-	db, err := sqlite.OpenFile(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	feedtest.CheckLikesAuthored(t, db, func(viewer int64) ([]feedtest.Like, error) {
-		rows, err := db.Read.QueryContext(ctx, `SELECT post_id, author_id, created_at FROM likes WHERE user_id = ?`, viewer)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []feedtest.Like
-		for rows.Next() {
-			var l feedtest.Like
-			if err := rows.Scan(&l.PostID, &l.AuthorID, &l.At); err != nil {
-				return nil, err
-			}
-			out = append(out, l)
-		}
-		return out, rows.Err()
-	})
-}
 
 func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
 

@@ -40,6 +40,9 @@ Usage:
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
+  feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
+                                distribution rules, priced with costs measured on --redis-url and
+                                --database-url (or --costs FILE): the plan of docs/scaling.md
   feedd bench import  [flags]   feedd import hmdp of a synthetic tutorial database of --users users (power-law
                                 follows) made on the MySQL server of --mysql: rows/s per table
 
@@ -69,17 +72,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify or import")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, capacity or import")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "import":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "capacity", "import":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify or import)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, capacity or import)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -98,6 +101,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	set := explicit(fs)
 	if err := benchSettings(sub, c, bf, set); err != nil {
 		return err
+	}
+	var capOpt bench.CapacityOptions
+	if sub == "capacity" {
+		var err error
+		if capOpt, err = capacitySettings(c, bf, set); err != nil {
+			return err
+		}
+		if !bf.capacity.needsServer() {
+			fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
+			defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
+			return runCapacity(ctx, nil, bf, capOpt, stdout, stderr)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
 	defer cancel()
@@ -172,6 +187,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			}
 		}
 		setNotify = notifySwitch(a.service.Posts)
+		apiMetrics := a.metrics
 		env.Start = a.start
 		env.Stop = a.stop
 		health := a.health
@@ -194,6 +210,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer scancel()
 			a.stop(sctx)
 		}()
+		env.Metric = func(name string) (float64, error) {
+			v, err := apiMetrics.Value(name)
+			if workersApp != nil && err == nil {
+				var w float64
+				w, err = workersApp.metrics.Value(name)
+				v += w
+			}
+			return v, err
+		}
 		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
 		env.Connected = streams.Connected
 		env.Handler = func(extra map[string]http.Handler) http.Handler {
@@ -331,6 +356,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "capacity":
+		return runCapacity(ctx, env, bf, capOpt, stdout, stderr)
 	case "memory":
 		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
 			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ func runBenchJSON(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr lockedBuffer // the progress lines and the log write to it at once
 	args = append(append([]string{"bench"}, args...), "--json", "--data", t.TempDir())
 	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatalf("feedd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
@@ -32,6 +34,25 @@ func runBenchJSON(t *testing.T, args ...string) map[string]any {
 		t.Fatalf("output %q: %v", stdout.String(), err)
 	}
 	return out
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write, as
+// they may write a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func wantFields(t *testing.T, out map[string]any, fields ...string) {
@@ -165,6 +186,12 @@ func TestBenchBadInput(t *testing.T) {
 		{"bench", "fanout", "--followers", "0"},
 		{"bench", "writes", "--sqlite-synchronous", "off"},
 		{"bench", "writes", "--users", "3", "--concurrency", "4"},
+		{"bench", "capacity", "--users", "100"},                                                       // costs: neither measured nor given
+		{"bench", "capacity", "--users", "100", "--costs", "testdata/capacity-costs.json", "--check"}, // the check needs the servers
+		{"bench", "capacity", "--users", "100", "--costs", "testdata/capacity-costs.json", "--days", "0"},
+		{"bench", "capacity", "--users", "100", "--costs", "testdata/capacity-costs.json", "--graph", "ring"},
+		{"bench", "capacity", "--users", "100", "--costs", "testdata/capacity-costs.json", "--sweep", "x"},
+		{"bench", "capacity", "--users", "100", "--costs", "testdata/nosuch.json"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, func(string) string { return "" }, &out, &out); err == nil {
@@ -305,4 +332,77 @@ func TestBenchImport(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'feedd_bench_%'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d benchmark databases left (%v)", n, err)
 	}
+}
+// TestBenchCapacity: the simulation at two sizes with costs from a file
+// (no server), the growth planned at two more, and a threshold sweep at
+// two read ratios with the cheapest threshold of each.
+func TestBenchCapacity(t *testing.T) {
+	out := runBenchJSON(t, "capacity", "--sizes", "2000,4000", "--plan", "100000,1000000", "--warmup-days", "3", "--days", "0.5",
+		"--costs", "testdata/capacity-costs.json", "--sweep", "0,50,500", "--sweep-reads", "0.5,2")
+	runs, _ := out["runs"].([]any)
+	if len(runs) != 2 {
+		t.Fatalf("runs: %v", out["runs"])
+	}
+	for i, r := range runs {
+		run := r.(map[string]any)
+		if run["users"] != []float64{2000, 4000}[i] {
+			t.Errorf("run %d: users %v", i, run["users"])
+		}
+		for _, fig := range []string{"day", "peak_hour"} {
+			f := run[fig].(map[string]any)
+			for _, k := range []string{"deliveries_per_s", "pages_per_s", "redis_cores", "api_cores", "worker_cores", "pg_writes_per_s", "pg_reads_per_s"} {
+				if x, _ := f[k].(float64); x <= 0 {
+					t.Errorf("run %d: %s.%s = %v", i, fig, k, f[k])
+				}
+			}
+		}
+		if x, _ := run["redis_bytes"].(float64); x <= 0 {
+			t.Errorf("run %d: redis_bytes %v", i, run["redis_bytes"])
+		}
+	}
+	growth, _ := out["growth"].([]any)
+	if len(growth) == 0 {
+		t.Fatal("no growth")
+	}
+	for _, g := range growth {
+		if p, _ := g.(map[string]any)["planned"].([]any); len(p) != 2 {
+			t.Errorf("growth %v: want two planned sizes", g)
+		}
+	}
+	sweep, _ := out["sweep"].([]any)
+	best, _ := out["best"].(map[string]any)
+	if len(sweep) != 6 || len(best) != 2 || best["0.5"] == nil || best["2"] == nil {
+		t.Fatalf("sweep %d rows, best %v", len(sweep), best)
+	}
+	// Threshold 0 is push for everyone: no pull reads; 50 puts the most
+	// followed in pull mode.
+	off, low := sweep[0].(map[string]any), sweep[1].(map[string]any)
+	if off["pull_authors"] != 0.0 || low["pull_authors"].(float64) <= 0 {
+		t.Errorf("pull authors: threshold 0 %v, 50 %v", off["pull_authors"], low["pull_authors"])
+	}
+}
+
+// TestBenchCapacityCheck: the simulation's visits replayed through the real
+// server on PostgreSQL and Redis agree with what it counted: the same
+// pages, and deliveries and pull reads per page within 5%.
+func TestBenchCapacityCheck(t *testing.T) {
+	url, prefix := testenv.RedisURL(t)
+	out := runBenchJSON(t, "capacity", "--check", "--users", "1500", "--follows-mean", "20", "--days", "0.3", "--warmup-days", "0",
+		"--pull-threshold", "150", "--costs", "testdata/capacity-costs.json",
+		"--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix)
+	check, _ := out["check"].(map[string]any)
+	diff, _ := check["diff_percent"].(map[string]any)
+	sim, _ := check["simulated"].(map[string]any)
+	if diff == nil || sim["pull_reads_per_page"].(float64) <= 0 || sim["deliveries"].(float64) <= 0 {
+		t.Fatalf("check: %v", check)
+	}
+	if diff["pages"] != 0.0 {
+		t.Errorf("pages: simulated %v, real %v", sim["pages"], check["real"])
+	}
+	for _, k := range []string{"deliveries", "pull_reads_per_page"} {
+		if d, ok := diff[k].(float64); !ok || d < -5 || d > 5 {
+			t.Errorf("%s: %v%% apart (simulated %v, real %v)", k, diff[k], sim, check["real"])
+		}
+	}
+	noKeysLeft(t, url, prefix)
 }

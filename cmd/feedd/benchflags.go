@@ -41,6 +41,7 @@ type benchFlags struct {
 	mysql        string // import: the MySQL server
 	hmdpRedis    string // import: the tutorial's Redis, for likes
 	likes        int    // import: likes per post
+	capacity     capacityFlags
 }
 
 // newBenchFlagSet declares serve's flags and the benchmark's. explicit
@@ -62,7 +63,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
 	fs.IntVar(&bf.runs, "runs", 1, "measurements of each kind; medians are printed")
 	fs.IntVar(&bf.followers, "followers", 100_000, "fanout, publish: followers of the author")
-	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given)")
+	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given); capacity: users simulated (100000 unless given)")
 	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
@@ -80,7 +81,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes, import: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads; import: of the import) to this file")
-	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer)")
+	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer; capacity: 3h)")
 	fs.StringVar(&bf.mysql, "mysql", "", "import: DSN of a MySQL server (user:password@tcp(host:3306)/) on which the benchmark makes a database of its own, dropped afterwards (env FEED_BENCH_MYSQL)")
 	if err := envDefault(fs, "mysql", "FEED_BENCH_MYSQL", getenv); err != nil {
 		envErr = errors.Join(envErr, err)
@@ -89,6 +90,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.likes, "likes", 5, "import: likes per post, on average")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
+	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -158,9 +160,11 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 		}
 		importSettings(c, set)
 	}
-	if !set["pull-threshold"] && sub != "import" {
+	if !set["pull-threshold"] && sub != "capacity" && sub != "import" {
 		// The benchmarks measure push: fan-out to every follower. With the
 		// default threshold an author this large would be in pull mode.
+		// (capacity simulates the threshold: see capacitySettings; import
+		// keeps serve's, as feedd import does.)
 		c.pullAt = 0
 	}
 	if sub != "mixed" {
@@ -197,6 +201,10 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 // --duration and --runs ask for it, so that a 30-minute soak is not cut off
 // at 20. read and writes measure two things a run for --duration each.
 func defaultBenchTimeout(sub string, def, duration time.Duration, runs int) time.Duration {
+	if sub == "capacity" {
+		// 1M users at three sizes, or a sweep, takes longer than 20m.
+		return max(def, 3*time.Hour)
+	}
 	need := duration
 	if sub == "read" || sub == "writes" {
 		need = 2 * time.Duration(max(runs, 1)) * duration

@@ -15,7 +15,7 @@ import (
 // and every login check, feed page and publish succeeds; once Redis is back
 // the breaker closes (logged with the outage's length) and the posts of the
 // outage reach the Redis inbox. It logs the medians of each request with
-// Redis up and down, the figures of docs/operations.md ("Redis down, measured"); nothing
+// Redis up and down, the figures of BENCHMARKS.md ("Recovery"); nothing
 // here asserts a time.
 func TestRedisBreaker(t *testing.T) {
 	r := startOwnRedis(t)

@@ -124,7 +124,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 		fromEnv(name, env)
 	}
 	str(&c.addr, "addr", "FEED_ADDR", "127.0.0.1:8081", "address the HTTP API listens on")
-	str(&c.dataDir, "data", "FEED_DATA", "./data", "directory of the SQLite database file, created if missing")
+	str(&c.dataDir, "data", "FEED_DATA", "./data", "directory of the embedded SQLite files (feedd.db: users, posts, sessions, codes, jobs; inbox.db: the inboxes) and the generated secret, created if missing")
 	str(&c.logFormat, "log-format", "FEED_LOG_FORMAT", "text", "log format: text or json")
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.workers, "workers", "FEED_WORKERS", 4, "post jobs worked at once by this process, and 8 times as many follow jobs (0: none)")

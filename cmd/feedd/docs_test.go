@@ -174,7 +174,7 @@ func TestDocLinks(t *testing.T) {
 // comments and documents write them: BENCHMARKS.md "Fan-out",
 // docs/operations.md, "Backups", docs/architecture.md "Overload and
 // shedding".
-var citation = regexp.MustCompile(`\b(BENCHMARKS\.md|README(?:\.md)?|CHANGELOG\.md|docs/[\w-]+\.md),?\s+\(?"([^"]+)"`)
+var citation = regexp.MustCompile(`\b(BENCHMARKS\.md|README(?:\.md)?|CHANGELOG\.md|CONTRIBUTING\.md|SECURITY\.md|docs/[\w-]+\.md),?\s+\(?"([^"]+)"`)
 
 // TestDocCitations: every section that a Go file or a document cites by
 // its heading exists in the document cited.

@@ -30,12 +30,14 @@ Usage:
   feedd migrate [flags]   apply database migrations and exit
   feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
   feedd import hmdp       import the tutorial's MySQL and Redis, keeping ids (feedd import --help)
-  feedd bench NAME        measure fan-out, reads, publish, memory, streams, mixed load, ranking (feedd bench help)
-  feedd version           print the version and the source revision (also --version)
+  feedd bench NAME        measure fan-out, reads, publish, memory, streams, mixed load, ranking,
+                          small writes, notifications, import (feedd bench help)
+  feedd version           print the release, the commit it was built from and the Go version (also --version)
   feedd help              show this text
 
-With no --database-url, feedd runs embedded: one SQLite file in --data holds
-everything, inboxes and the job queue included. Every flag can also be set
+With no --database-url, feedd runs embedded: two SQLite files in --data hold
+everything, feedd.db (users, posts, sessions, codes and the job queue) and
+inbox.db (the inboxes). Every flag can also be set
 with the environment variable named after it.
 
 docs/configuration.md describes every flag.

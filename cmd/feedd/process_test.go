@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -19,11 +20,19 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the feedd binary that process tests build.
+// TestMain removes the feedd binaries that process and release tests build.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if releaseTestsRun() {
+		startReleaseBuild()
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
+	}
+	if releaseBuilt.done != nil {
+		<-releaseBuilt.done
+		os.RemoveAll(releaseBuilt.dir)
 	}
 	os.Exit(code)
 }

@@ -5,39 +5,57 @@ import (
 	"runtime/debug"
 )
 
-// version is what `feedd version` prints: the module's version and the
-// revision of the source it was built from, as the Go toolchain recorded
-// them in the binary (runtime/debug.ReadBuildInfo). A binary built outside
-// a version-controlled tree, or with -buildvcs=false, has no revision.
+// release is the version of feedd this source is: the one CHANGELOG.md's
+// newest section names, and the tag of its commit (vRELEASE).
+const release = "0.1.0"
+
+// version is what `feedd version` prints, one line: the release, the
+// commit the binary was built from and whether that tree had changes not
+// committed, the commit's time, the Go version, and the target. The commit
+// comes from the build information the Go toolchain records in the binary
+// (runtime/debug.ReadBuildInfo: vcs.revision, vcs.modified, vcs.time, also
+// under -trimpath); a binary built outside a git checkout, or with
+// -buildvcs=false, has none and says "commit unknown". A binary installed
+// by module path (go install ...@vX.Y.Z) has no commit but its module
+// version, printed instead.
 func version(bi *debug.BuildInfo, ok bool) string {
 	if !ok || bi == nil {
-		return "feedd (no build information)"
+		return "feedd " + release + " (no build information)"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, when, modified string
+	var rev, when, state, goos, goarch string
 	for _, s := range bi.Settings {
 		switch s.Key {
+		case "GOOS":
+			goos = s.Value
+		case "GOARCH":
+			goarch = s.Value
 		case "vcs.revision":
 			rev = s.Value
 		case "vcs.time":
 			when = s.Value
 		case "vcs.modified":
+			state = "clean"
 			if s.Value == "true" {
-				modified = ", modified"
+				state = "modified"
 			}
 		}
 	}
-	out := "feedd " + v
-	if rev == "" {
-		out += " (revision unknown"
-	} else {
-		out += " (revision " + rev
-		if when != "" {
-			out += " of " + when
+	src := "commit unknown"
+	switch {
+	case rev != "":
+		src = "commit " + rev
+		if state != "" {
+			src += ", " + state
 		}
+		if when != "" {
+			src += ", " + when
+		}
+	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		src = "module " + bi.Main.Version
 	}
-	return fmt.Sprintf("%s%s) %s", out, modified, bi.GoVersion)
+	out := fmt.Sprintf("feedd %s (%s) %s", release, src, bi.GoVersion)
+	if goos != "" && goarch != "" {
+		out += " " + goos + "/" + goarch
+	}
+	return out
 }

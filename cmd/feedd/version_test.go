@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -13,36 +14,64 @@ import (
 func TestVersionFormat(t *testing.T) {
 	bi := &debug.BuildInfo{
 		GoVersion: "go1.26.8",
-		Main:      debug.Module{Path: "github.com/feedd/feedd", Version: "v1.2.3"},
+		Main:      debug.Module{Path: "github.com/feedd/feedd", Version: "(devel)"},
 		Settings: []debug.BuildSetting{
+			{Key: "GOARCH", Value: "arm64"},
+			{Key: "GOOS", Value: "linux"},
 			{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
 			{Key: "vcs.time", Value: "2026-12-04T18:00:00Z"},
 			{Key: "vcs.modified", Value: "true"},
 		},
 	}
-	want := "feedd v1.2.3 (revision 0123456789abcdef0123456789abcdef01234567 of 2026-12-04T18:00:00Z, modified) go1.26.8"
-	if got := version(bi, true); got != want {
-		t.Errorf("version:\n got %s\nwant %s", got, want)
+	for _, c := range []struct {
+		settings []debug.BuildSetting
+		module   string
+		want     string
+	}{
+		{bi.Settings, "(devel)", "feedd " + release + " (commit 0123456789abcdef0123456789abcdef01234567, modified, 2026-12-04T18:00:00Z) go1.26.8 linux/arm64"},
+		{append(bi.Settings[:4:4], debug.BuildSetting{Key: "vcs.modified", Value: "false"}), "(devel)",
+			"feedd " + release + " (commit 0123456789abcdef0123456789abcdef01234567, clean, 2026-12-04T18:00:00Z) go1.26.8 linux/arm64"},
+		{nil, "(devel)", "feedd " + release + " (commit unknown) go1.26.8"},
+		{nil, "v0.1.0", "feedd " + release + " (module v0.1.0) go1.26.8"},
+	} {
+		bi.Settings, bi.Main.Version = c.settings, c.module
+		if got := version(bi, true); got != c.want {
+			t.Errorf("version:\n got %s\nwant %s", got, c.want)
+		}
 	}
-	bi.Settings, bi.Main.Version = nil, ""
-	if got := version(bi, true); got != "feedd (devel) (revision unknown) go1.26.8" {
-		t.Errorf("no VCS information: %s", got)
-	}
-	if got := version(nil, false); !strings.Contains(got, "no build information") {
+	if got := version(nil, false); !strings.Contains(got, "no build information") || !strings.Contains(got, release) {
 		t.Errorf("no build information: %s", got)
 	}
 }
 
+// The release named in the source is the newest in CHANGELOG.md.
+func TestVersionInChangelog(t *testing.T) {
+	b, err := os.ReadFile("../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "## [") && !strings.HasPrefix(line, "## [Unreleased]") {
+			if !strings.HasPrefix(line, "## ["+release+"] - ") {
+				t.Errorf("CHANGELOG.md's newest release is %q; the source says %s", line, release)
+			}
+			return
+		}
+	}
+	t.Errorf("CHANGELOG.md has no section for %s", release)
+}
+
 // TestVersionCommand: `feedd version` and `feedd --version` print one line
-// and start nothing; a real build names the revision of the tree it was
-// built from.
+// and start nothing; a build, -trimpath as scripts/release.sh makes it,
+// names the release, the commit of the tree it was built from, and the Go
+// version.
 func TestVersionCommand(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		var out, errOut bytes.Buffer
 		if err := run(t.Context(), args, env(), &out, &errOut); err != nil {
 			t.Fatalf("feedd %v: %v", args, err)
 		}
-		if s := out.String(); !strings.HasPrefix(s, "feedd ") || strings.Count(s, "\n") != 1 {
+		if s := out.String(); !strings.HasPrefix(s, "feedd "+release+" (") || strings.Count(s, "\n") != 1 {
 			t.Errorf("feedd %v printed %q", args, s)
 		}
 	}
@@ -53,28 +82,28 @@ func TestVersionCommand(t *testing.T) {
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("git rev-parse HEAD: %v; under CI=true the build's revision must be checked", err)
+			t.Fatalf("git rev-parse HEAD: %v; under CI=true the build's commit must be checked", err)
 		}
 		t.Skipf("no git checkout to compare with: %v", err)
 	}
 	head := strings.TrimSpace(string(rev))
-	// -buildvcs=true: the toolchain records the revision even where GOFLAGS
+	// -buildvcs=true: the toolchain records the commit even where GOFLAGS
 	// turns it off. It reads it from a .git directory at the module's root;
 	// in a linked checkout (.git a file) it records none, and feedd must say
 	// so rather than print a wrong one.
 	bin := filepath.Join(t.TempDir(), "feedd")
-	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--version").CombinedOutput()
+	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil {
-		t.Fatalf("feedd --version: %v\n%s", err, out)
+		t.Fatalf("feedd version: %v\n%s", err, out)
 	}
-	want := "revision " + head
+	want := "feedd " + release + " (commit " + head + ", "
 	if fi, err := os.Stat("../../.git"); err == nil && !fi.IsDir() && !strings.Contains(string(out), want) {
-		want = "revision unknown"
+		want = "feedd " + release + " (commit unknown)"
 	}
-	if !strings.Contains(string(out), want) {
-		t.Errorf("feedd --version printed %q, want %q", out, want)
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), ") "+runtime.Version()+" ") {
+		t.Errorf("feedd version printed %q, want %q and %s", out, want, runtime.Version())
 	}
 }

@@ -72,6 +72,10 @@ type Env struct {
 	// running or to be retried); nil where unknown.
 	Jobs func(ctx context.Context) (int64, error)
 
+	// Metric reads one of the wired process's metrics (metrics.Metrics.Value);
+	// nil where there are none.
+	Metric func(name string) (float64, error)
+
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer
 	// Now is the clock (time.Now if nil).

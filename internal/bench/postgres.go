@@ -198,6 +198,13 @@ func (s *PostgresStore) InboxDelete(ctx context.Context, e feed.Entry, first, la
 	return err
 }
 
+// SetActive sets the activity time (ms) of each user in ids to the same
+// index of at.
+func (s *PostgresStore) SetActive(ctx context.Context, ids, at []int64) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE users SET active_at = t.at FROM unnest($1::bigint[], $2::bigint[]) AS t(id, at) WHERE users.id = t.id`, ids, at)
+	return err
+}
+
 // ServerCPU returns a function that reads the CPU time the PostgreSQL
 // server of pool has used (its postmaster, the backends it reaped and
 // those running), or nil when the server is not on this machine: its

@@ -389,7 +389,7 @@ func (c *apiClient) call(ctx context.Context, method, path, token string, body [
 		if !env.Success {
 			return fmt.Errorf("%s %s: %s", method, path, env.ErrorMsg)
 		}
-		if out != nil {
+		if out != nil && len(env.Data) > 0 && string(env.Data) != "null" { // no data: out stays as it is
 			if err := json.Unmarshal(env.Data, out); err != nil {
 				return fmt.Errorf("%s %s: data %.200s: %w", method, path, env.Data, err)
 			}

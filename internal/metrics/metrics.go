@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type Metrics struct {
 	rebuilds   prometheus.Counter
 	degraded   prometheus.Counter
 	codes      prometheus.Counter
+	pulls      prometheus.Histogram
 	jobs       *jobsCollector
 }
 
@@ -91,6 +93,11 @@ func New() *Metrics {
 			Name: "feedd_login_codes_sent_total",
 			Help: "Login codes handed to the code sender.",
 		}),
+		pulls: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "feedd_feed_page_pull_authors",
+			Help:    "Pull-mode authors whose outboxes a feed page merges (0: the inbox alone).",
+			Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500},
+		}),
 		jobs: &jobsCollector{desc: prometheus.NewDesc("feedd_jobs",
 			"Fan-out jobs (River) by kind and state, every state but completed; refreshed periodically, see feedd_jobs_refreshed_timestamp_seconds.",
 			[]string{"kind", "state"}, nil),
@@ -107,9 +114,40 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.discarded, m.rebuilds, m.degraded, m.codes,
+		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.discarded, m.rebuilds, m.degraded, m.codes, m.pulls,
 	)
 	return m
+}
+
+// Value is the value of the unlabelled counter name, or the sum of the
+// histogram name (name_count: its count), summed over label values; 0 for
+// a name not exported. For benchmarks that compare what the process
+// counted with what they expect.
+func (m *Metrics) Value(name string) (float64, error) {
+	families, err := m.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	base, count := strings.CutSuffix(name, "_count")
+	var v float64
+	for _, f := range families {
+		if f.GetName() != name && !(count && f.GetName() == base) {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			switch {
+			case mt.Counter != nil:
+				v += mt.Counter.GetValue()
+			case mt.Gauge != nil:
+				v += mt.Gauge.GetValue()
+			case mt.Histogram != nil && count && f.GetName() == base:
+				v += float64(mt.Histogram.GetSampleCount())
+			case mt.Histogram != nil:
+				v += mt.Histogram.GetSampleSum()
+			}
+		}
+	}
+	return v, nil
 }
 
 // Handler serves the registry in the Prometheus text format.
@@ -137,6 +175,9 @@ func (m *Metrics) FirstLag(lag time.Duration) { m.firstLag.Observe(lag.Seconds()
 
 // Discarded implements fanout.Observer.
 func (m *Metrics) Discarded(kind string) { m.discarded.WithLabelValues(kind).Inc() }
+
+// StreamPage implements feed.Observer.
+func (m *Metrics) StreamPage(pulls int) { m.pulls.Observe(float64(pulls)) }
 
 // InboxRebuilt implements feed.Observer.
 func (m *Metrics) InboxRebuilt() { m.rebuilds.Inc() }

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// releaseBuilt holds the release binaries of HEAD, built once per test run
+// by scripts/release.sh into dir (removed by TestMain). The build starts
+// with the test binary when the release tests are to run (TestMain calls
+// startReleaseBuild), so that it overlaps the package's other tests.
+var releaseBuilt struct {
+	once sync.Once
+	done chan struct{}
+	dir  string
+	err  error
+	out  []byte
+}
+
+// startReleaseBuild starts the release build in the background, once.
+func startReleaseBuild() {
+	releaseBuilt.once.Do(func() {
+		releaseBuilt.done = make(chan struct{})
+		go func() {
+			defer close(releaseBuilt.done)
+			releaseBuilt.dir, releaseBuilt.err = os.MkdirTemp("", "feedd-release-")
+			if releaseBuilt.err != nil {
+				return
+			}
+			cmd := exec.Command("../../scripts/release.sh", "-o", releaseBuilt.dir)
+			releaseBuilt.out, releaseBuilt.err = cmd.CombinedOutput()
+		}()
+	})
+}
+
+// releaseTestsRun reports whether -test.run selects the release tests.
+func releaseTestsRun() bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	re, err := regexp.Compile(strings.SplitN(f.Value.String(), "/", 2)[0])
+	return err == nil && (re.MatchString("TestReleaseReproducible") || re.MatchString("TestReleaseBinaryInEmptyRoot"))
+}
+
+// releaseBuild waits for the release build and returns its directory.
+func releaseBuild(t *testing.T) string {
+	t.Helper()
+	startReleaseBuild()
+	<-releaseBuilt.done
+	if releaseBuilt.err != nil {
+		t.Fatalf("scripts/release.sh: %v\n%s", releaseBuilt.err, releaseBuilt.out)
+	}
+	return releaseBuilt.dir
+}
+
+func headCommit(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("git rev-parse HEAD: %v; under CI=true the release build must be checked", err)
+		}
+		t.Skipf("no git checkout to build a release from: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestReleaseReproducible: scripts/release.sh builds HEAD again, from
+// another clone in another directory, and gets the same bytes for every
+// target (SHA256SUMS equal): no path, time or build id of one build
+// reaches its binary. (The two share Go's build cache, whose entries are
+// keyed by their inputs, so that the test costs one build; to compare
+// with a build from nothing, run scripts/release.sh with GOCACHE set to an
+// empty directory.) Each binary is static, built with -trimpath, and says
+// which commit it was built from.
+func TestReleaseReproducible(t *testing.T) {
+	head := headCommit(t)
+	first := releaseBuild(t)
+	second := t.TempDir()
+	cmd := exec.Command("../../scripts/release.sh", "-o", second)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/release.sh, second build: %v\n%s", err, out)
+	}
+	a, err := os.ReadFile(filepath.Join(first, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(second, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two builds of %s differ:\n%s\n%s", head, a, b)
+	}
+	lines := strings.Split(strings.TrimSpace(string(a)), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "-linux-amd64") || !strings.HasSuffix(lines[1], "-linux-arm64") {
+		t.Fatalf("SHA256SUMS lists %q, want the linux/amd64 and linux/arm64 binaries", lines)
+	}
+	t.Logf("SHA256SUMS of %s, built twice:\n%s", head, a)
+	for _, l := range lines {
+		bin := filepath.Join(first, strings.Fields(l)[1])
+		info, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go version -m %s: %v\n%s", bin, err, info)
+		}
+		for _, want := range []string{"CGO_ENABLED=0", "-trimpath=true", "vcs.revision=" + head, "vcs.modified=false"} {
+			if !strings.Contains(string(info), want) {
+				t.Errorf("%s: no %s in its build information:\n%s", bin, want, info)
+			}
+		}
+	}
+}
+
+// TestReleaseBinaryInEmptyRoot: the release binary for this machine runs
+// in a root directory holding nothing but itself (chroot, or unshare's
+// user namespace when not root): no libc, no /etc, no /tmp. It prints its
+// version, then serves the embedded default: health, the web page and a
+// login code request that writes to its SQLite files, on loopback; it
+// stops cleanly on SIGTERM.
+func TestReleaseBinaryInEmptyRoot(t *testing.T) {
+	head := headCommit(t)
+	var enter []string
+	switch {
+	case os.Geteuid() == 0:
+		enter = []string{"chroot"}
+	default:
+		if err := exec.Command("unshare", "--user", "--map-root-user", "true").Run(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("neither root (chroot) nor unshare --user: %v", err)
+			}
+			t.Skipf("neither root (chroot) nor unshare --user: %v", err)
+		}
+		enter = []string{"unshare", "--user", "--map-root-user", "--root"}
+	}
+	dir := releaseBuild(t)
+	matches, _ := filepath.Glob(filepath.Join(dir, "feedd-*-linux-"+runtime.GOARCH))
+	if len(matches) != 1 {
+		t.Skipf("no release binary for %s in %s", runtime.GOARCH, dir)
+	}
+	root := t.TempDir()
+	bin, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "feedd"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inRoot := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(enter[0], append(append(enter[1:], root, "/feedd"), args...)...)
+		cmd.Env = []string{} // nothing from this process's environment either
+		return cmd
+	}
+
+	out, err := inRoot("version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("feedd version in an empty root: %v\n%s", err, out)
+	}
+	if want := "feedd " + release + " (commit " + head + ", clean, "; !strings.HasPrefix(string(out), want) {
+		t.Errorf("feedd version in an empty root printed %q, want it to start %q", out, want)
+	}
+	t.Logf("feedd version: %s", out)
+
+	cmd := inRoot("serve", "--addr", "127.0.0.1:0", "--admin-addr", "off", "--data", "/data", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	addr := make(chan string, 1)
+	var logs bytes.Buffer
+	var logsMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logsMu.Lock()
+			logs.Write(append(sc.Bytes(), '\n'))
+			logsMu.Unlock()
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "listening" {
+				if a, ok := rec["addr"].(string); ok {
+					addr <- a
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		done <- cmd.Wait()
+	}()
+	defer cmd.Process.Kill()
+	allLogs := func() string { logsMu.Lock(); defer logsMu.Unlock(); return logs.String() }
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("feedd serve in an empty root exited: %v\n%s", err, allLogs())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("feedd serve in an empty root did not listen within 60s\n%s", allLogs())
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, c := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"GET", "/healthz", "", 200},
+		{"GET", "/readyz", "", 200},
+		{"GET", "/", "", 200},
+		{"POST", "/v1/auth/code", `{"phone":"13800000001"}`, 204},
+	} {
+		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+		if c.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", c.method, c.path, err, allLogs())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s %s = %d %s, want %d", c.method, c.path, resp.StatusCode, body, c.want)
+		}
+	}
+	if !strings.Contains(allLogs(), `"msg":"login code"`) {
+		t.Errorf("no login code logged:\n%s", allLogs())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("feedd serve in an empty root, after SIGTERM: %v\n%s", err, allLogs())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("feedd did not stop within 30s of SIGTERM")
+	}
+	// What it made: its data directory, nothing else.
+	entries, _ := os.ReadDir(root)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if fmt.Sprint(names) != "[data feedd]" {
+		t.Errorf("the root holds %v after serving, want [data feedd]", names)
+	}
+}

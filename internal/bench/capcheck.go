@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/internal/capacity"
+)
+
+// CheckResult sets the simulation's counts beside the real server's for
+// the same graph, starting state and visits.
+type CheckResult struct {
+	Users     int            `json:"users"`
+	Edges     int            `json:"edges"`
+	Visits    int            `json:"visits"`
+	Requests  int            `json:"requests"`
+	Seconds   float64        `json:"seconds"` // of the replay, until every job was done
+	Load      string         `json:"load"`
+	Simulated CheckFigures   `json:"simulated"`
+	Real      CheckFigures   `json:"real"`
+	Diff      map[string]any `json:"diff_percent"` // (real - simulated) / simulated
+}
+
+// CheckFigures are the compared figures.
+type CheckFigures struct {
+	Deliveries       float64 `json:"deliveries"`
+	Pages            float64 `json:"pages"`
+	PullReadsPerPage float64 `json:"pull_reads_per_page"`
+	RedisBytes       float64 `json:"redis_bytes"` // inboxes and outboxes
+	Rebuilds         float64 `json:"rebuilds"`
+}
+
+// CheckCapacity replays the counted visits of a simulation over g through
+// the real server of env (PostgreSQL and Redis) and compares the counts.
+// The graph is loaded in bulk with each user's activity time and mode as
+// the simulation starts them (no warm-up: both start with empty inboxes),
+// then every visit is sent in order over loopback HTTP: its pages
+// (scrolling on), its posts, its follows. Simulated time maps to the
+// clock: each user's activity before the start is set that long before
+// the replay starts, and the replay runs the visits as fast as they go.
+// Deliveries and pull reads are the server's own counts
+// (feedd_fanout_deliveries_total, feedd_feed_page_pull_authors); Redis
+// bytes are INFO used_memory's growth over the replay, against the
+// simulation's inbox and outbox sizes priced by the measured key sizes.
+func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.Options, costs *capacity.Costs) (*CheckResult, error) {
+	pg, ok := env.Store.(*PostgresStore)
+	if env.Redis == nil || !ok || env.Metric == nil {
+		return nil, fmt.Errorf("bench: the capacity check needs --redis-url and --database-url")
+	}
+	o.WarmupDays = 0
+	var lastActive []int32
+	var modes []feed.Mode
+	var visits []capacity.Visit
+	o.OnStart = func(la []int32, m []feed.Mode) {
+		lastActive, modes = append([]int32(nil), la...), append([]feed.Mode(nil), m...)
+	}
+	o.OnVisit = func(v capacity.Visit) {
+		v.Follows = append([]uint32(nil), v.Follows...)
+		visits = append(visits, v)
+	}
+	res, err := capacity.Run(g, o)
+	if err != nil {
+		return nil, err
+	}
+	sum := costs.Summarize(res, g.Users, o.Settings.PullThreshold)
+	r := &CheckResult{Users: g.Users, Edges: g.Edges(), Visits: len(visits)}
+	r.Simulated = CheckFigures{
+		Deliveries: float64(sum.Totals.Deliveries), Pages: float64(sum.Totals.Pages),
+		PullReadsPerPage: sum.Day.PullReadsPerPage, RedisBytes: sum.RedisBytes, Rebuilds: float64(sum.Totals.Rebuilds),
+	}
+
+	// The graph, the activity times and the modes.
+	bar := newProgress(env.Progress, "load users", g.Users)
+	first, err := env.Store.CreateUsers(ctx, "capcheck-", g.Users, bar.set)
+	bar.finish()
+	if err != nil {
+		return nil, err
+	}
+	id := func(u uint32) int64 { return first + int64(u) }
+	bar = newProgress(env.Progress, "load follows", g.Edges())
+	var pairs [][2]int64
+	done := 0
+	for u := range uint32(g.Users) {
+		for _, v := range g.Followees(u) {
+			pairs = append(pairs, [2]int64{id(u), id(v)})
+		}
+		if len(pairs) >= 100_000 || int(u) == g.Users-1 {
+			if err := env.Store.Follow(ctx, pairs); err != nil {
+				return nil, err
+			}
+			done += len(pairs)
+			bar.set(done)
+			pairs = pairs[:0]
+		}
+	}
+	bar.finish()
+	if err := env.Store.FixCounts(ctx, first, id(uint32(g.Users-1))); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ids, at := make([]int64, g.Users), make([]int64, g.Users)
+	for u := range g.Users {
+		ids[u], at[u] = id(uint32(u)), start.UnixMilli()+int64(lastActive[u])*1000
+	}
+	if err := pg.SetActive(ctx, ids, at); err != nil {
+		return nil, err
+	}
+	for u, m := range modes {
+		if m != feed.PushMode {
+			if err := env.Service.Social.SetMode(ctx, id(uint32(u)), m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	tokens := map[uint32]string{}
+	for _, v := range visits {
+		if _, ok := tokens[v.User]; !ok {
+			if tokens[v.User], err = session(ctx, env, id(v.User)); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// The replay, over loopback HTTP.
+	srv := httptest.NewServer(env.Handler(nil))
+	defer srv.Close()
+	c := &apiClient{base: srv.URL, http: srv.Client()}
+	metric := func(name string) float64 {
+		v, merr := env.Metric(name)
+		err = cmpErr(err, merr)
+		return v
+	}
+	mem0, err := usedMemory(ctx, env.Redis)
+	if err != nil {
+		return nil, err
+	}
+	d0, p0, n0, b0 := metric("feedd_fanout_deliveries_total"), metric("feedd_feed_page_pull_authors"), metric("feedd_feed_page_pull_authors_count"), metric("feedd_inbox_rebuilds_total")
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Start(ctx); err != nil {
+		return nil, err
+	}
+	bar = newProgress(env.Progress, "replay visits", len(visits))
+	replay := time.Now()
+	for i, v := range visits {
+		if err := replayVisit(ctx, c, tokens[v.User], v, id); err != nil {
+			return nil, fmt.Errorf("visit %d of user %d: %w", i, id(v.User), err)
+		}
+		r.Requests += v.Pages + v.Posts + len(v.Follows)
+		bar.set(i + 1)
+	}
+	bar.finish()
+	if err := waitJobs(ctx, env); err != nil {
+		return nil, err
+	}
+	r.Seconds = round(time.Since(replay).Seconds(), 1)
+	r.Load = loadavg()
+	mem1, err := usedMemory(ctx, env.Redis)
+	if err != nil {
+		return nil, err
+	}
+	d1, p1, n1, b1 := metric("feedd_fanout_deliveries_total"), metric("feedd_feed_page_pull_authors"), metric("feedd_feed_page_pull_authors_count"), metric("feedd_inbox_rebuilds_total")
+	if err != nil {
+		return nil, err
+	}
+	r.Real = CheckFigures{Deliveries: d1 - d0, Pages: n1 - n0, RedisBytes: float64(mem1 - mem0), Rebuilds: b1 - b0}
+	if n1 > n0 {
+		r.Real.PullReadsPerPage = round((p1-p0)/(n1-n0), 3)
+	}
+	r.Simulated.PullReadsPerPage = round(r.Simulated.PullReadsPerPage, 3)
+	pct := func(real, sim float64) float64 {
+		if sim == 0 {
+			return math.NaN()
+		}
+		return round(100*(real-sim)/sim, 2)
+	}
+	r.Diff = map[string]any{
+		"deliveries":          pct(r.Real.Deliveries, r.Simulated.Deliveries),
+		"pages":               pct(r.Real.Pages, r.Simulated.Pages),
+		"pull_reads_per_page": pct(r.Real.PullReadsPerPage, r.Simulated.PullReadsPerPage),
+		"redis_bytes":         pct(r.Real.RedisBytes, r.Simulated.RedisBytes),
+		"rebuilds":            pct(r.Real.Rebuilds, r.Simulated.Rebuilds),
+	}
+	for k, v := range r.Diff {
+		if f, ok := v.(float64); ok && math.IsNaN(f) {
+			r.Diff[k] = nil
+		}
+	}
+	return r, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// replayVisit sends one visit: its pages, scrolling on from the newest
+// (from the top again when the feed ends), then its posts and follows.
+func replayVisit(ctx context.Context, c *apiClient, token string, v capacity.Visit, id func(uint32) int64) error {
+	var minTime int64
+	offset := 0
+	for range v.Pages {
+		if minTime == 0 {
+			minTime, offset = time.Now().UnixMilli()+1, 0
+		}
+		var page struct {
+			MinTime int64 `json:"minTime"`
+			Offset  int   `json:"offset"`
+		}
+		path := "/blog/of/follow?lastId=" + strconv.FormatInt(minTime, 10)
+		if offset > 0 {
+			path += "&offset=" + strconv.Itoa(offset)
+		}
+		if err := c.call(ctx, http.MethodGet, path, token, nil, &page); err != nil {
+			return err
+		}
+		minTime, offset = page.MinTime, page.Offset
+	}
+	for i := range v.Posts {
+		b := fmt.Appendf(nil, `{"title":"capacity check %d","content":"a post of the capacity check"}`, i)
+		if err := c.call(ctx, http.MethodPost, "/blog", token, b, nil); err != nil {
+			return err
+		}
+	}
+	for _, f := range v.Follows {
+		if id(f) == id(v.User) {
+			continue
+		}
+		if err := c.call(ctx, http.MethodPut, fmt.Sprintf("/follow/%d/true", id(f)), token, nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Text is the check as a table.
+func (r *CheckResult) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "check: %d users, %d follows, %d visits (%d requests) through the real server in %.0f s (load %s)\n", r.Users, r.Edges, r.Visits, r.Requests, r.Seconds, r.Load)
+	fmt.Fprintf(&b, "%-22s %14s %14s %9s\n", "", "simulated", "real", "diff %")
+	line := func(name, key string, sim, real float64) {
+		d := "-"
+		if v, ok := r.Diff[key].(float64); ok {
+			d = fmt.Sprintf("%+.2f", v)
+		}
+		fmt.Fprintf(&b, "%-22s %14.4g %14.4g %9s\n", name, sim, real, d)
+	}
+	line("deliveries", "deliveries", r.Simulated.Deliveries, r.Real.Deliveries)
+	line("pages", "pages", r.Simulated.Pages, r.Real.Pages)
+	line("pull reads per page", "pull_reads_per_page", r.Simulated.PullReadsPerPage, r.Real.PullReadsPerPage)
+	line("Redis bytes", "redis_bytes", r.Simulated.RedisBytes, r.Real.RedisBytes)
+	line("inbox rebuilds", "rebuilds", r.Simulated.Rebuilds, r.Real.Rebuilds)
+	return b.String()
+}
+
+// loadavg is the first field of /proc/loadavg ("?" elsewhere).
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# scripts/benchmarks.sh: runs the benchmarks BENCHMARKS.md's tables come
+# from, at the checked-out commit, on this machine.
+#
+# Usage:
+#   scripts/benchmarks.sh [-o DIR] [STEP...]   every step, or the ones named
+#   scripts/benchmarks.sh list                 the steps and their commands
+#
+# It builds feedd, starts a Redis and a PostgreSQL of its own on loopback
+# (fsync on, initdb's defaults; as an unprivileged user when run as root),
+# runs each step and writes DIR/STEP.N.out (stdout: the --json object or
+# go test's output) and DIR/STEP.N.err for each of its commands, and
+# DIR/machine.txt: the commit, go version, the CPU, and `uptime` around
+# every command. DIR defaults to bench-results/COMMIT. The servers and
+# their data are removed at the end, also on Ctrl-C.
+#
+# Installs nothing: it needs redis-server and PostgreSQL 15 (initdb,
+# pg_ctl under FEED_PG_BIN, default /usr/lib/postgresql/15/bin), as
+# scripts/test.sh installs them. The recovery step runs scripts/test.sh.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+die() { printf 'benchmarks.sh: error: %s\n' "$*" >&2; exit 1; }
+log() { printf 'benchmarks.sh: %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- steps
+#
+# One function per step; each runs its commands through `run`, with
+# $FEEDD the binary, $R the Redis URL and $PG the PostgreSQL URL. A new
+# benchmark is a new function and its name in STEPS (BENCHMARKS.md,
+# "Running them all", lists them with the section each fills).
+
+step_fanout() {
+	run "$FEEDD" bench fanout --followers 100000 --runs 3 --redis-url "$R" --json
+	run "$FEEDD" bench fanout --followers 100000 --runs 3 --redis-url "$R" --inbox-layout zset --json
+}
+step_fanout-1m() {
+	run "$FEEDD" bench fanout --followers 1000000 --runs 1 --redis-url "$R" --json
+}
+step_fanout-stores() {
+	run "$FEEDD" bench fanout --followers 100000 --runs 1 --json
+	run "$FEEDD" bench fanout --followers 1000000 --runs 1 --json
+	run "$FEEDD" bench fanout --followers 1000000 --runs 1 --database-url "$PG" --redis-url "$R" --json
+	run go test -run '^$' -bench InboxDeliver -count 5 ./sqlite
+}
+step_read() {
+	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0
+	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0 --redis-url "$R"
+	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0 --database-url "$PG" --code-sender log --secret-file "$SECRET"
+	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0 --database-url "$PG" --redis-url "$R" --code-sender log --secret-file "$SECRET"
+}
+step_publish() {
+	run "$FEEDD" bench publish --followers 1000000 --runs 3 --redis-url "$R" --json
+	run "$FEEDD" bench publish --followers 1000000 --database-url "$PG" --redis-url "$R" --json
+}
+step_durability() {
+	run "$FEEDD" bench publish --followers 1000 --publishes 100 --sqlite-synchronous FULL --json
+	run "$FEEDD" bench publish --followers 1000 --publishes 100 --sqlite-synchronous NORMAL --json
+}
+step_memory() {
+	run "$FEEDD" bench memory --runs 4 --redis-url "$R" --json
+}
+step_stream() {
+	run "$FEEDD" bench stream --streams 10000 --publishes 50 --runs 3 --json
+	run "$FEEDD" bench stream --streams 10000 --publishes 50 --redis-url "$R" --database-url "$PG" --json
+	run "$FEEDD" bench stream --streams 10000 --publishes 50 --database-url "$PG" --json
+}
+step_mixed() {
+	run "$FEEDD" bench mixed --rate 2000 --duration 60s --json
+	run "$FEEDD" bench mixed --rate 2000 --duration 60s --redis-url "$R" --json
+	run "$FEEDD" bench mixed --rate 2000 --duration 60s --runs 3 --database-url "$PG" --redis-url "$R" --json
+	run "$FEEDD" bench mixed --rate 2000 --duration 60s --runs 3 --database-url "$PG" --redis-url "$R" --apart --json
+}
+step_freshness() {
+	local i
+	for i in 1s 100ms 20ms 10ms 5ms; do # 1, 10, 50, 100, 200 posts/s
+		run "$FEEDD" bench stream --streams 100 --publishes 40 --interval "$i" --database-url "$PG" --redis-url "$R" --json
+		run "$FEEDD" bench stream --streams 100 --publishes 40 --interval "$i" --database-url "$PG" --redis-url "$R" --apart --json
+	done
+	run "$FEEDD" bench stream --streams 100 --publishes 100 --interval 50ms --apart --trace-posts --log-level info --log-format json \
+		--database-url "$PG" --redis-url "$R" --json
+}
+step_soak() {
+	run "$FEEDD" bench mixed --apart --rate 500 --duration 30m --sample-every 30s --database-url "$PG" --redis-url "$R" --json
+}
+step_rank() {
+	local seed
+	run "$FEEDD" bench rank --runs 5 --json
+	for seed in 2 3 4 5 6; do
+		run "$FEEDD" bench rank --rank-seed "$seed" --json
+	done
+	run "$FEEDD" bench rank --runs 3 --database-url "$PG" --json
+}
+step_notify() {
+	run "$FEEDD" bench notify --runs 6 --json
+	run "$FEEDD" bench notify --runs 5 --database-url "$PG" --json
+}
+step_writes() {
+	run "$FEEDD" bench writes --runs 3 --json
+	run "$FEEDD" bench writes --runs 3 --sqlite-synchronous NORMAL --json
+}
+step_micro() {
+	run go test -run '^$' -bench . -count 5 ./sqlite ./redis ./feedtest ./http ./inmem ./rank .
+}
+step_capacity() {
+	# The first command measures the per-operation costs; the others price
+	# the simulation with them (its output: capacity.1.out).
+	run "$FEEDD" bench capacity --users 20000 --warmup-days 5 --redis-url "$R" --database-url "$PG" --json
+	local costs=$out/$step.1.out
+	run "$FEEDD" bench capacity --sizes 100000,300000,1000000 --costs "$costs" --json
+	run "$FEEDD" bench capacity --users 300000 --sweep 0,1000,3000,10000,30000,100000 --sweep-reads 0.25,1,4 --costs "$costs" --json
+	run "$FEEDD" bench capacity --check --users 20000 --days 1 --warmup-days 0 --costs "$costs" --redis-url "$R" --database-url "$PG" --json
+}
+step_recovery() {
+	run scripts/test.sh -v -count=1 -run 'TestRedisBreaker|TestEmbeddedRestartRescuesAtOnce' ./cmd/feedd
+}
+
+# The order they run in: cheap and short first, the soak last.
+STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes capacity mixed recovery soak)
+
+# ---------------------------------------------------------------- running
+
+out=""
+if [[ ${1:-} == -o ]]; then
+	out=$2
+	shift 2
+fi
+if [[ ${1:-} == list ]]; then
+	for s in "${STEPS[@]}"; do
+		printf '%s:\n' "$s"
+		declare -f "step_$s" | sed -n 's/^ *run \([^;]*\);\{0,1\}$/  \1/p'
+	done
+	exit 0
+fi
+want=("$@")
+[[ ${#want[@]} -gt 0 ]] || want=("${STEPS[@]}")
+for s in "${want[@]}"; do
+	declare -F "step_$s" >/dev/null || die "no step $s (scripts/benchmarks.sh list)"
+done
+
+command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
+commit=$(git rev-parse HEAD)
+[[ -z $(git status --porcelain --untracked-files=no) ]] || log "warning: the tree has changes not committed; figures are of $commit plus them"
+out=${out:-bench-results/$commit}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/feedd-bench.XXXXXX")
+REDIS_PID="" PG_DATA="" PG_AS=()
+cleanup() {
+	set +e
+	[[ -n $REDIS_PID ]] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+	[[ -n $PG_DATA ]] && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null 2>&1
+	rm -rf -- "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+FEEDD=$TMP/feedd
+log "building feedd at $commit"
+go build -o "$FEEDD" ./cmd/feedd
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+rport=$(free_port)
+redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$TMP" --daemonize no >"$TMP/redis.log" 2>&1 &
+REDIS_PID=$!
+R=redis://127.0.0.1:$rport/0
+
+PG_BIN=${FEED_PG_BIN:-/usr/lib/postgresql/15/bin}
+[[ -x $PG_BIN/initdb ]] || die "no PostgreSQL in $PG_BIN (scripts/test.sh installs it)"
+PG_DATA=$TMP/pg
+pguser=$(id -un)
+if [[ $EUID -eq 0 ]]; then
+	pguser=postgres
+	id -u "$pguser" >/dev/null 2>&1 || pguser=feeddtest
+	id -u "$pguser" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$pguser"
+	PG_AS=(runuser -u "$pguser" --)
+	chmod 0711 "$TMP"
+	mkdir -p "$PG_DATA" && chown "$pguser:" "$PG_DATA"
+fi
+(cd "$TMP" && "${PG_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U "$pguser" --auth=trust --no-instructions) >"$TMP/initdb.log" 2>&1 ||
+	{ cat "$TMP/initdb.log" >&2; die "initdb failed"; }
+pport=$(free_port)
+(cd "$TMP" && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/log" -w \
+	-o "-p $pport -c listen_addresses=127.0.0.1 -k $PG_DATA -c max_connections=300" start) >/dev/null ||
+	die "PostgreSQL did not start"
+PG="postgres://$pguser@127.0.0.1:$pport/postgres?sslmode=disable"
+SECRET=$TMP/secret
+openssl rand -hex 32 >"$SECRET" 2>/dev/null || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SECRET"
+for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+{
+	echo "commit $commit"
+	go version
+	uname -srm
+	grep -m1 'model name' /proc/cpuinfo || true
+	echo "cores $(nproc), memory $(free -g | awk '/Mem:/ {print $2}') GiB"
+	redis-server --version
+	"$PG_BIN/postgres" --version
+} >"$out/machine.txt"
+
+n=0
+step=""
+# run CMD...: runs one command of the current step, its output in $out.
+run() {
+	n=$((n + 1))
+	local base=$out/$step.$n
+	printf '%s %s: %s\n' "$step.$n" "$(uptime | sed 's/.*load/load/')" "$*" >>"$out/machine.txt"
+	log "$step.$n: $*"
+	if ! "$@" >"$base.out" 2>"$base.err"; then
+		log "$step.$n failed (exit $?), see $base.err"
+	fi
+	printf '%s done %s\n' "$step.$n" "$(uptime | sed 's/.*load/load/')" >>"$out/machine.txt"
+}
+for step in "${want[@]}"; do
+	n=0
+	"step_$step"
+done
+log "results in $out"
