@@ -135,20 +135,30 @@ const MaxImageItems = 9
 func validTitle(t string) error {
 	for i, r := range t {
 		switch {
-		case r == '<' && i+1 < len(t) && opensTag(t[i+1]):
+		case r == '<' && i+1 < len(t) && OpensTag(t[i+1]):
 			return Errorf(EINVALID, "title must not contain HTML tags (\"<\" followed by a letter, \"/\", \"!\" or \"?\")")
-		case (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f:
+		case controlInTitle(r):
 			return Errorf(EINVALID, "title must not contain control characters")
-		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+		case bidiControl(r):
 			return Errorf(EINVALID, "title must not contain bidirectional control characters")
 		}
 	}
 	return nil
 }
 
-func opensTag(c byte) bool {
+// OpensTag reports whether a "<" followed by c could open an HTML tag.
+func OpensTag(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/' || c == '!' || c == '?'
 }
+
+func controlInTitle(r rune) bool { return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f }
+
+func bidiControl(r rune) bool { return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) }
+
+// RefusedInTitle reports whether a title may not hold r: the C0 control
+// characters other than newline and tab, DEL, and the bidirectional
+// embedding, override and isolate controls.
+func RefusedInTitle(r rune) bool { return controlInTitle(r) || bidiControl(r) }
 
 // validImages checks the comma-separated image list: at most MaxImageItems
 // items, each a path starting with "/" or an http:// or https:// URL,
@@ -162,13 +172,20 @@ func validImages(images string) error {
 		return Errorf(EINVALID, "images must have at most %d items", MaxImageItems)
 	}
 	for _, it := range items {
-		path := strings.HasPrefix(it, "/") && !strings.HasPrefix(it, "//")
-		url := strings.HasPrefix(it, "https://") || strings.HasPrefix(it, "http://")
-		if !path && !url || strings.ContainsFunc(it, badInURL) || url && len(strings.SplitN(it, "://", 2)[1]) == 0 {
+		if !ValidImage(it) {
 			return Errorf(EINVALID, "each image must be a /path or an http(s):// URL without quotes, angle brackets or spaces")
 		}
 	}
 	return nil
+}
+
+// ValidImage reports whether it is an image a post may list (and an icon
+// feedd shows): a path starting with "/" or an http:// or https:// URL,
+// without quotes, angle brackets, backslashes or whitespace.
+func ValidImage(it string) bool {
+	path := strings.HasPrefix(it, "/") && !strings.HasPrefix(it, "//")
+	url := strings.HasPrefix(it, "https://") || strings.HasPrefix(it, "http://")
+	return (path || url) && !strings.ContainsFunc(it, badInURL) && (!url || len(strings.SplitN(it, "://", 2)[1]) > 0)
 }
 
 func badInURL(r rune) bool {

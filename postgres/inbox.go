@@ -193,3 +193,38 @@ func (ib *Inbox) Trim(ctx context.Context, userID int64, cap int) error {
 func (ib *Inbox) Restore(ctx context.Context, userID int64, entries []feed.Entry) error {
 	return ib.Add(ctx, userID, entries)
 }
+
+var _ feed.InboxLoader = (*Inbox)(nil)
+
+// RestoreInboxes implements feed.InboxLoader as Add does for one inbox:
+// one statement inserts every entry and counts down the room of each inbox
+// by the entries it got, returning those left without room, which are
+// trimmed in the same transaction. Keys are written in ascending order, as
+// every batch writes them.
+func (ib *Inbox) RestoreInboxes(ctx context.Context, inboxes []feed.UserEntries) error {
+	var users, scores, posts []int64
+	for _, in := range inboxes {
+		for _, e := range in.Entries {
+			users, scores, posts = append(users, in.UserID), append(scores, e.Score), append(posts, e.PostID)
+		}
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
+		over, err := scanIDs(tx.Query(ctx, `WITH added AS (
+				INSERT INTO inbox (user_id, score, post_id)
+				SELECT u, s, p FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(u, s, p) ORDER BY u, s, p
+				ON CONFLICT DO NOTHING RETURNING user_id
+			), counted AS (
+				INSERT INTO inbox_trim (user_id, room) SELECT user_id, $4 - count(*) FROM added GROUP BY user_id ORDER BY user_id
+				ON CONFLICT (user_id) DO UPDATE SET room = least(inbox_trim.room, $4) - ($4 - EXCLUDED.room)
+				RETURNING user_id, room
+			)
+			SELECT user_id FROM counted WHERE room < 0 ORDER BY user_id`, users, scores, posts, ib.room()))
+		if err != nil || len(over) == 0 {
+			return err
+		}
+		return ib.trim(ctx, tx, over, ib.cap(), true)
+	})
+}

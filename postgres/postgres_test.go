@@ -20,7 +20,7 @@ import (
 
 // open opens a fresh database, migrated, closed when t ends. Its Enqueue is
 // unset.
-func open(t *testing.T) *postgres.DB {
+func open(t testing.TB) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), testenv.PostgresURL(t))
 	if err != nil {
@@ -445,3 +445,14 @@ func TestDeliverConcurrentCap(t *testing.T) {
 }
 
 func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }
+
+func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+// BenchmarkImportFollows is feedd import's follows into PostgreSQL (COPY
+// through a staging table); rows per CPU second are this process's only
+// (the server's work is the server's):
+//
+//	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./postgres
+func BenchmarkImportFollows(b *testing.B) {
+	feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore { return open(b) }, 2_000_000, 100_000, 100_000)
+}

@@ -14,19 +14,23 @@
 #   - installs redis-server with apt-get if redis-server/redis-cli are missing,
 #     chromium (for the browser tests) if it is missing and FEED_CHROMIUM
 #     names no other binary, sqlite3 (the stock shell) and systemd (for
-#     systemd-analyze) if they are missing (and
-#     gcc, needed by -race, if there is no C compiler); PostgreSQL 15
+#     systemd-analyze) if they are missing (and gcc, needed by -race, if there
+#     is no C compiler), mariadb-server (the tutorial's MySQL, for the import
+#     tests) if mariadbd is missing; PostgreSQL 15
 #     binaries are expected in /usr/lib/postgresql/15/bin (override with
 #     FEED_PG_BIN), postgresql-15 is apt-installed only as a fallback;
 #   - makes one temp dir (mktemp -d) holding every data dir, socket and log;
 #   - starts a throwaway PostgreSQL (initdb'ed as an unprivileged user when run
 #     as root: `postgres` if it exists, else a system user `feeddtest`; trust
-#     auth; fsync off), one Redis node and a 3-node Redis Cluster, each on
-#     free random ports below the ephemeral port range;
+#     auth; fsync off), a throwaway MariaDB (as the same user, its root and a
+#     user `feedd` without password, on loopback only), one Redis node and a
+#     3-node Redis Cluster, each on free random ports below the ephemeral port
+#     range;
 #   - exports for the tests (see internal/testenv):
 #       FEED_TEST_DATABASE_URL   postgres://USER@127.0.0.1:PORT/postgres?sslmode=disable (superuser)
 #       FEED_TEST_REDIS_URL      redis://127.0.0.1:PORT/0
 #       FEED_TEST_REDIS_CLUSTER  127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
+#       FEED_TEST_MYSQL_DSN      feedd@tcp(127.0.0.1:PORT)/ (may create databases)
 #       FEED_REDIS_SERVER_BIN    path of redis-server, for tests that run their own
 # go vet and go test run in their own session; whatever the tests leave running
 # in it (e.g. a throwaway redis-server) is killed when go test ends. An EXIT
@@ -51,6 +55,7 @@ CHILD_PID=""    # go vet / go test, run in its own session (pgid == pid)
 REDIS_PIDS=()   # redis-server processes (children of this shell)
 PG_CTL=()       # command prefix to run pg_ctl as the PostgreSQL user
 PG_DIR=""       # $TMP/pg once initdb ran
+MYSQL_DIR=""    # $TMP/mysql once mariadb-install-db ran
 USED_PORTS=()   # ports handed out by this run
 
 # ---------------------------------------------------------------- clean-up
@@ -73,6 +78,15 @@ cleanup() {
 			kill -QUIT "$pgpid" 2>/dev/null
 			sleep 1
 			kill -KILL "$pgpid" 2>/dev/null
+		fi
+	fi
+	if [[ -n $MYSQL_DIR && -f $MYSQL_DIR/mysqld.pid ]]; then
+		local mypid
+		mypid=$(head -n1 "$MYSQL_DIR/mysqld.pid" 2>/dev/null)
+		if [[ $mypid =~ ^[0-9]+$ ]]; then
+			kill -TERM "$mypid" 2>/dev/null
+			for _ in $(seq 100); do kill -0 "$mypid" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "$mypid" 2>/dev/null
 		fi
 	fi
 	local pid
@@ -146,6 +160,9 @@ fi
 REDIS_SERVER=$(command -v redis-server) || die "redis-server not found after install"
 if [[ -z ${FEED_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
 	apt_install chromium fonts-dejavu-core # headless, for the browser tests (cmd/feedd/browser_test.go)
+fi
+if [[ ! -x /usr/sbin/mariadbd ]] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb >/dev/null; then
+	apt_install mariadb-server # the tutorial's MySQL, for feedd import's tests (cmd/feedd/import_test.go)
 fi
 PG_BIN=${FEED_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [[ ! -x $PG_BIN/initdb || ! -x $PG_BIN/pg_ctl || ! -x $PG_BIN/postgres ]]; then
@@ -315,12 +332,64 @@ start_postgres() {
 	die "could not start PostgreSQL on a free port"
 }
 
+# ---------------------------------------------------------------- MariaDB
+
+# start_mariadb: a throwaway MariaDB in $TMP/mysql, run as PostgreSQL's
+# user (PG_USER) when this script runs as root, as mariadbd refuses root;
+# durability off, as PostgreSQL's. Sets MYSQL_PORT.
+start_mariadb() {
+	local dir=$TMP/mysql as=()
+	mkdir -p "$dir"
+	if [[ $EUID -eq 0 ]]; then
+		as=(runuser -u "$PG_USER" --)
+		chown "$PG_USER:" "$dir"
+	fi
+	if ! (cd "$dir" && "${as[@]}" mariadb-install-db --no-defaults --datadir="$dir/data" \
+		--auth-root-authentication-method=normal --skip-test-db --skip-name-resolve) >"$dir/install.log" 2>&1; then
+		cat "$dir/install.log" >&2
+		die "mariadb-install-db failed"
+	fi
+	MYSQL_DIR=$dir
+	local try port
+	for try in $(seq 5); do
+		pick_port
+		port=$PORT
+		(cd "$dir" && exec "${as[@]}" /usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/mysqld.sock" \
+			--port="$port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$dir/mysqld.pid" \
+			--log-error="$dir/error-$port.log" --tmpdir="$dir" --skip-log-bin --innodb-flush-log-at-trx-commit=0 \
+			--innodb-doublewrite=0 --innodb-buffer-pool-size=256M --max-connections=300 \
+			--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci) </dev/null >/dev/null 2>&1 &
+		for _ in $(seq 300); do
+			if mariadb-admin --no-defaults --socket="$dir/mysqld.sock" -u root ping >/dev/null 2>&1 &&
+				grep -qs "port: $port" "$dir/error-$port.log"; then
+				MYSQL_PORT=$port
+				mariadb --no-defaults --socket="$dir/mysqld.sock" -u root \
+					-e "CREATE USER 'feedd'@'127.0.0.1'; GRANT ALL ON *.* TO 'feedd'@'127.0.0.1'" ||
+					die "could not create the MariaDB user feedd"
+				return 0
+			fi
+			grep -qs 'Address already in use\|Do you already have another' "$dir/error-$port.log" && break
+			sleep 0.1
+		done
+		log "MariaDB did not start on port $port, trying another one: $(tail -n 3 "$dir/error-$port.log" 2>/dev/null | tr '\n' ' ')"
+		if [[ -f $dir/mysqld.pid ]]; then
+			kill -KILL "$(head -n1 "$dir/mysqld.pid")" 2>/dev/null
+			rm -f "$dir/mysqld.pid"
+		fi
+		sleep 1
+	done
+	die "could not start MariaDB on a free port"
+}
+
 # ---------------------------------------------------------------- start
 
 start_postgres
 "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres -t 30 ||
 	die "PostgreSQL does not accept connections on 127.0.0.1:$PG_PORT"
 export FEED_TEST_DATABASE_URL="postgres://$PG_USER@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+
+start_mariadb
+export FEED_TEST_MYSQL_DSN="feedd@tcp(127.0.0.1:$MYSQL_PORT)/"
 
 start_redis_retry redis
 REDIS_PORT=$PORT
@@ -351,7 +420,7 @@ CLUSTER_ADDRS="${CLUSTER_PORTS[*]/#/127.0.0.1:}"
 export FEED_TEST_REDIS_CLUSTER="${CLUSTER_ADDRS// /,}"
 export FEED_REDIS_SERVER_BIN="$REDIS_SERVER"
 
-log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER; temp dir $TMP"
+log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER; temp dir $TMP"
 
 # ---------------------------------------------------------------- tests
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -141,3 +142,25 @@ func TestSessionSweepClock(t *testing.T) {
 func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
 
 func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }
+
+func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+// BenchmarkImportFollows is feedd import's follows into the embedded
+// store, with the writer tuned for a bulk load as feedd import's is
+// (sqlite.Options.Bulk) and as SQLite's defaults have it:
+//
+//	go test -run '^$' -bench ImportFollows -benchtime 1x -count 5 ./sqlite
+func BenchmarkImportFollows(b *testing.B) {
+	for _, bulk := range []bool{false, true} {
+		b.Run(fmt.Sprintf("bulk=%t", bulk), func(b *testing.B) {
+			feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore {
+				db, err := sqlite.OpenOptions(context.Background(), b.TempDir(), sqlite.Options{Synchronous: "NORMAL", Bulk: bulk})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				return db
+			}, 2_000_000, 100_000, 100_000)
+		})
+	}
+}

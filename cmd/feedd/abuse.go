@@ -180,7 +180,9 @@ func codeSender(c *config, log *slog.Logger) feed.CodeSender {
 		log.Info("login codes are sent to the webhook", "url", c.webhookURL)
 		return newWebhookSender(c.webhookURL, c.webhookSecret)
 	}
-	log.Warn("login codes are written to the log (--code-sender log): anyone who reads the log can log in as anyone")
+	if c.cmd != "import" { // the import sends no code
+		log.Warn("login codes are written to the log (--code-sender log): anyone who reads the log can log in as anyone")
+	}
 	return logSender{log}
 }
 

@@ -249,7 +249,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 			return nil
 		}
 	} else {
-		db, err := sqlite.OpenOptions(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous})
+		db, err := sqlite.OpenOptions(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous, Bulk: c.sqliteBulk})
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +266,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.ready = []feedhttp.ReadyCheck{{Name: "database", Check: db.Ready}}
 		if !c.redisConfigured() {
 			// The inboxes have a file and a writer of their own (sqlite/inboxdb.go).
-			idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous}, db)
+			idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{Synchronous: c.synchronous, Bulk: c.sqliteBulk}, db)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
@@ -43,6 +45,8 @@ Usage:
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
                                 distribution rules, priced with costs measured on --redis-url and
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
+  feedd bench import  [flags]   feedd import hmdp of a synthetic tutorial database of --users users (power-law
+                                follows) made on the MySQL server of --mysql: rows/s per table
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -71,17 +75,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity", "import":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments or capacity)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -348,6 +352,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		out = r
 		text = r.Text()
+	case "import":
+		r, err := benchImport(ctx, c, bf, env, tag)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
 	case "comments":
 		opt := bf.comments
 		opt.Runs = bf.runs
@@ -441,4 +452,53 @@ func benchDatabase(ctx context.Context, c *config, tag string, dataSet bool) (fu
 		defer conn.Close(cctx)
 		conn.Exec(cctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	}, nil
+}
+
+// benchImport is feedd bench import: a database of the run's own on the
+// MySQL server of --mysql, filled and imported into env's store, then
+// dropped, with the likes' keys in --hmdp-redis.
+func benchImport(ctx context.Context, c *config, bf *benchFlags, env *bench.Env, tag string) (*bench.ImportResult, error) {
+	cfg, err := mysql.ParseDSN(bf.mysql)
+	if err != nil {
+		return nil, fmt.Errorf("--mysql: %w", err)
+	}
+	cfg.DBName = ""
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	name := "feedd_bench_" + tag
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
+		return nil, fmt.Errorf("create the benchmark's MySQL database: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		admin.ExecContext(cctx, "DROP DATABASE IF EXISTS "+name)
+	}()
+	cfg.DBName = name
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(8)
+	o := bench.ImportOptions{MySQL: db, Data: bench.HMDPOptions{Users: bf.users, Follows: bf.follows, Posts: bf.posts, Likes: bf.likes, Progress: env.Progress},
+		Backfill: c.backfill, InboxCap: c.inboxCap, PullThreshold: c.pullAt, CPUProfile: bf.cpuProfile}
+	if bf.hmdpRedis != "" {
+		opts, err := goredis.ParseURL(bf.hmdpRedis)
+		if err != nil {
+			return nil, fmt.Errorf("--hmdp-redis: %w", err)
+		}
+		rdb := goredis.NewClient(opts)
+		defer rdb.Close()
+		o.Redis, o.Prefix = rdb, "feeddbench:"+tag+":hmdp:"
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+			defer cancel()
+			bench.DeleteKeys(cctx, rdb, o.Prefix)
+		}()
+	}
+	return bench.Import(ctx, env, o)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -297,6 +298,41 @@ func TestBenchTimeoutDefault(t *testing.T) {
 	}
 }
 
+// TestBenchImport: feedd bench import makes a synthetic tutorial database
+// on the MySQL server, imports it, reports each phase's rate, and removes
+// the database and the likes' keys.
+func TestBenchImport(t *testing.T) {
+	dsn := testenv.MySQLDSN(t) // the server's; the benchmark makes a database of its own
+	redisURL, _ := testenv.RedisURL(t)
+	out := runBenchJSON(t, "import", "--users", "300", "--mysql", dsn, "--hmdp-redis", redisURL)
+	data, _ := out["data"].(map[string]any)
+	if data["users"] != 300.0 || data["follows"].(float64) < 3000 || data["likes"].(float64) < 1000 {
+		t.Errorf("data: %v", data)
+	}
+	phases := map[string]float64{}
+	for _, p := range out["phases"].([]any) {
+		p := p.(map[string]any)
+		phases[p["name"].(string)] = p["rows_per_s"].(float64)
+	}
+	for _, name := range []string{"tb_user", "tb_blog", "tb_follow", "blog:liked", "inboxes"} {
+		if phases[name] <= 0 {
+			t.Errorf("phase %s: rows/s %v", name, phases[name])
+		}
+	}
+	if out["skipped"] != 0.0 {
+		t.Errorf("%v rows skipped from clean synthetic data", out["skipped"])
+	}
+	noKeysLeft(t, redisURL, "feeddbench:")
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'feedd_bench_%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d benchmark databases left (%v)", n, err)
+	}
+}
 // TestBenchCapacity: the simulation at two sizes with costs from a file
 // (no server), the growth planned at two more, and a threshold sweep at
 // two read ratios with the cheapest threshold of each.

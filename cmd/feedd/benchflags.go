@@ -39,6 +39,9 @@ type benchFlags struct {
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
 	comments     bench.CommentsOptions
+	mysql        string // import: the MySQL server
+	hmdpRedis    string // import: the tutorial's Redis, for likes
+	likes        int    // import: likes per post
 	capacity     capacityFlags
 }
 
@@ -78,8 +81,14 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads) to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes, import: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads; import: of the import) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer; capacity: 3h)")
+	fs.StringVar(&bf.mysql, "mysql", "", "import: DSN of a MySQL server (user:password@tcp(host:3306)/) on which the benchmark makes a database of its own, dropped afterwards (env FEED_BENCH_MYSQL)")
+	if err := envDefault(fs, "mysql", "FEED_BENCH_MYSQL", getenv); err != nil {
+		envErr = errors.Join(envErr, err)
+	}
+	fs.StringVar(&bf.hmdpRedis, "hmdp-redis", "", "import: redis:// URL of a Redis for the tutorial's likes, under a prefix of the run's own, deleted afterwards (empty: no likes)")
+	fs.IntVar(&bf.likes, "likes", 5, "import: likes per post, on average")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
 	declareCommentsBenchFlags(fs, &bf.comments)
@@ -141,10 +150,23 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 			*l = feed.Limit{}
 		}
 	}
-	if !set["pull-threshold"] && sub != "capacity" {
+	if sub == "import" {
+		if bf.mysql == "" {
+			return errors.New("feedd bench import needs --mysql, a MySQL server to make the tutorial's database on")
+		}
+		if !set["users"] {
+			bf.users = 100_000
+		}
+		if !set["posts"] {
+			bf.posts = 2
+		}
+		importSettings(c, set)
+	}
+	if !set["pull-threshold"] && sub != "capacity" && sub != "import" {
 		// The benchmarks measure push: fan-out to every follower. With the
 		// default threshold an author this large would be in pull mode.
-		// (capacity simulates the threshold: see capacitySettings.)
+		// (capacity simulates the threshold: see capacitySettings; import
+		// keeps serve's, as feedd import does.)
 		c.pullAt = 0
 	}
 	if sub != "mixed" {

@@ -62,6 +62,7 @@ type config struct {
 	webhookSecret  string
 	secret         string
 	synchronous    string
+	sqliteBulk     bool          // the writer tuned for a bulk load (feedd import; sqlite.Options.Bulk)
 	maxReads       int           // shed.go
 	maxWrites      int           // shed.go
 	shedWait       time.Duration // shed.go

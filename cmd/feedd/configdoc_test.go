@@ -114,6 +114,11 @@ func subcommandFlags(t *testing.T) map[string]*flag.FlagSet {
 		t.Fatal(err)
 	}
 	sets["seed"] = fs
+	fs, err = importFlagSet(&config{cmd: "import"}, &importFlags{}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets["import"] = fs
 	fs, _, err = newBenchFlagSet("fanout", &config{cmd: "serve"}, &benchFlags{}, noEnv, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -201,3 +204,68 @@ func (s *PostgresStore) SetActive(ctx context.Context, ids, at []int64) error {
 	_, err := s.Pool.Exec(ctx, `UPDATE users SET active_at = t.at FROM unnest($1::bigint[], $2::bigint[]) AS t(id, at) WHERE users.id = t.id`, ids, at)
 	return err
 }
+
+// ServerCPU returns a function that reads the CPU time the PostgreSQL
+// server of pool has used (its postmaster, the backends it reaped and
+// those running), or nil when the server is not on this machine: its
+// processes are read from /proc, found from a backend's parent.
+func (s *PostgresStore) ServerCPU(ctx context.Context) func() time.Duration {
+	var backend int
+	if err := s.Pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return nil
+	}
+	st, err := procStat(backend)
+	if err != nil {
+		return nil
+	}
+	postmaster := st.ppid
+	if _, err := procStat(postmaster); err != nil {
+		return nil
+	}
+	return func() time.Duration {
+		pm, err := procStat(postmaster)
+		if err != nil {
+			return 0
+		}
+		total := pm.cpu + pm.children
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if c, err := procStat(pid); err == nil && c.ppid == postmaster {
+				total += c.cpu
+			}
+		}
+		return total
+	}
+}
+
+// stat is what ServerCPU reads of /proc/PID/stat.
+type stat struct {
+	ppid          int
+	cpu, children time.Duration // utime+stime, and cutime+cstime of reaped children
+}
+
+func procStat(pid int) (stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, err
+	}
+	// The command may hold spaces: the fields follow its closing parenthesis.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 15 {
+		return stat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	n := func(i int) time.Duration {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(v) * time.Second / clockTicks
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	// f[0] is field 3 (state): utime is field 14, so f[11].
+	return stat{ppid: ppid, cpu: n(11) + n(12), children: n(13) + n(14)}, nil
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's times.
+const clockTicks = 100

@@ -1,5 +1,6 @@
 // Package testenv gives tests the real services they run against: a fresh
-// PostgreSQL database, a Redis URL and a Redis Cluster, from the environment
+// PostgreSQL database, a Redis URL, a Redis Cluster and a fresh MySQL
+// (MariaDB) database for the import's source, from the environment
 // that the test script (scripts/test.sh) sets up. When a service is not
 // configured the test is skipped, except under CI=true, where it fails.
 package testenv
@@ -97,5 +98,5 @@ func RedisCluster(t testing.TB) (addrs []string, prefix string) {
 
 // String describes the configured services, for test logs.
 func String() string {
-	return fmt.Sprintf("postgres=%t redis=%t cluster=%t", os.Getenv(EnvPostgres) != "", os.Getenv(EnvRedis) != "", os.Getenv(EnvRedisCluster) != "")
+	return fmt.Sprintf("postgres=%t redis=%t cluster=%t mysql=%t", os.Getenv(EnvPostgres) != "", os.Getenv(EnvRedis) != "", os.Getenv(EnvRedisCluster) != "", os.Getenv(EnvMySQL) != "")
 }

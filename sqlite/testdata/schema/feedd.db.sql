@@ -13,6 +13,7 @@ CREATE TABLE follows (follower_id INTEGER NOT NULL, followee_id INTEGER NOT NULL
 CREATE INDEX follows_followee ON follows (followee_id, follower_id);
 CREATE INDEX follows_pull ON follows (follower_id, followee_id) WHERE pull <> 0;
 CREATE TABLE hidden_posts (post_id INTEGER PRIMARY KEY, hidden_at INTEGER NOT NULL);
+CREATE TABLE import_progress (source TEXT NOT NULL, phase TEXT NOT NULL, last_key INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0, counts TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL, PRIMARY KEY (source, phase)) WITHOUT ROWID;
 CREATE TABLE inbox (user_id INTEGER NOT NULL, score INTEGER NOT NULL, post_id INTEGER NOT NULL, PRIMARY KEY (user_id, score, post_id)) WITHOUT ROWID;
 CREATE TABLE inbox_trim (user_id INTEGER PRIMARY KEY, room INTEGER NOT NULL);
 CREATE INDEX inbox_trim_due ON inbox_trim (user_id) WHERE room < 0;

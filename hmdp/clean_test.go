@@ -1,0 +1,78 @@
+package hmdp
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	feed "github.com/feedd/feedd"
+)
+
+func TestCleanPost(t *testing.T) {
+	for _, c := range []struct {
+		title, content, images string
+		wantT, wantC, wantI    string
+		kinds                  []string
+	}{
+		{"Hello", "plain", "/a.jpg,/b.jpg", "Hello", "plain", "/a.jpg,/b.jpg", nil},
+		{"<b>Bold</b> move", "one<br>two<br/>three</p>four &amp; five &lt;3", "", "Bold move", "one\ntwo\nthree\nfour & five <3", "", []string{CleanMarkup}},
+		{"a <script", "x", "", "a < script", "x", "", []string{CleanMarkup}},
+		{"a < b <3", "x", "", "a < b <3", "x", "", nil},
+		{"bell\a and \u202egnirts", "nul\x00here", "", "bell and gnirts", "nulhere", "", []string{CleanControl}},
+		{"caf\xe9", "\xff", "", "caf\uFFFD", "\uFFFD", "", []string{CleanInvalidUTF8}},
+		{"t", "c", "/a.jpg, javascript:alert(1),//evil,/b c.jpg,https://x.y/z.png,", "t", "c", "/a.jpg,https://x.y/z.png", []string{CleanBadImage}},
+		{"t", "c", strings.TrimSuffix(strings.Repeat("/p.jpg,", 12), ","), "t", "c", strings.TrimSuffix(strings.Repeat("/p.jpg,", 9), ","), []string{CleanTooLong}},
+		{strings.Repeat("é", 300), strings.Repeat("x", 3000), "", strings.Repeat("é", feed.MaxTitle), strings.Repeat("x", feed.MaxContent), "", []string{CleanTooLong}},
+	} {
+		var cl cleaner
+		gotT, gotC, gotI := cl.title(c.title), cl.content(c.content), cl.images(c.images)
+		slices.Sort(cl.kinds)
+		slices.Sort(c.kinds)
+		if gotT != c.wantT || gotC != c.wantC || gotI != c.wantI || !slices.Equal(cl.kinds, c.kinds) {
+			t.Errorf("clean(%q, %q, %q) = %q, %q, %q %v; want %q, %q, %q %v",
+				c.title, c.content, c.images, gotT, gotC, gotI, cl.kinds, c.wantT, c.wantC, c.wantI, c.kinds)
+		}
+	}
+}
+
+// TestCleanPostValidates: whatever the tutorial stored, a cleaned post is
+// one feedd would take from a client (but for an empty title or content,
+// which the import keeps).
+func TestCleanPostValidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"<", ">", "<b>", "</p>", "&amp;", "&#x41;", "&bogus", "\x00", "\a", "\u202e", "\xff", "\xe9", "é", "🍷",
+		",", "/a.jpg", "http://", "https://x/y", "javascript:", " ", "\n", "a", "Z", "3", "?", "!", "/", strings.Repeat("x", 700)}
+	gen := func() string {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		var cl cleaner
+		in := feed.PostInput{Title: cl.title(gen()), Content: cl.content(gen()), Images: cl.images(gen())}
+		if strings.TrimSpace(in.Title) == "" {
+			in.Title = "t"
+		}
+		if strings.TrimSpace(in.Content) == "" {
+			in.Content = "c"
+		}
+		if err := in.Validate(); err != nil {
+			t.Fatalf("cleaned post refused: %v: %+v", err, in)
+		}
+	}
+}
+
+func TestCleanUser(t *testing.T) {
+	var cl cleaner
+	if got := cl.plain("Dave\u202e\a"); got != "Dave" {
+		t.Errorf("plain: %q", got)
+	}
+	for icon, want := range map[string]string{"": "", "/imgs/i.jpg": "/imgs/i.jpg", " https://x/y.png ": "https://x/y.png", "javascript:alert(1)": "", "x\" onerror=\"y": ""} {
+		if got := cl.icon(icon); got != want {
+			t.Errorf("icon(%q) = %q, want %q", icon, got, want)
+		}
+	}
+}
