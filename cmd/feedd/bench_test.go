@@ -333,6 +333,7 @@ func TestBenchImport(t *testing.T) {
 		t.Errorf("%d benchmark databases left (%v)", n, err)
 	}
 }
+
 // TestBenchCapacity: the simulation at two sizes with costs from a file
 // (no server), the growth planned at two more, and a threshold sweep at
 // two read ratios with the cheapest threshold of each.
