@@ -146,6 +146,7 @@ type sim struct {
 	fans       []uint32
 	mode       []feed.Mode
 	outboxOK   []bool   // outbox built (holds its sentinel)
+	unread     int      // authors in pull mode whose outbox is not built
 	pulls      []uint16 // followees merged at read time
 	extraIn    map[uint32][]uint32
 	extraOut   map[uint32][]uint32
@@ -324,12 +325,14 @@ func (s *sim) visit(v *Visit) {
 		s.lastActive[u] = int32(v.At)
 		c.Touches++
 	}
-	if s.pulls[u] > 0 {
+	if s.pulls[u] > 0 && s.unread > 0 {
 		// The first read of a pull-mode outbox that was never read rebuilds
-		// it from the database (redis.Outbox).
+		// it from the database (redis.Outbox). (Once every such outbox
+		// was read, no visit needs to look.)
 		s.eachFollowee(u, func(f uint32) {
 			if feed.Merged(s.mode[f]) && !s.outboxOK[f] {
 				s.outboxOK[f] = true
+				s.unread--
 				c.OutboxBuilds++
 			}
 		})
@@ -415,11 +418,16 @@ func (s *sim) follow(u, f uint32) {
 // u and of the authors u follows who are not merged at read time.
 func (s *sim) rebuild(u uint32) {
 	n := int(s.posts[u])
-	s.eachFollowee(u, func(f uint32) {
-		if n < s.cap && !feed.Merged(s.mode[f]) {
-			n += int(s.posts[f])
+	for _, fs := range [][]uint32{s.g.Followees(u), s.extraOut[u]} {
+		for _, f := range fs {
+			if n >= s.cap {
+				break
+			}
+			if !feed.Merged(s.mode[f]) {
+				n += int(s.posts[f])
+			}
 		}
-	})
+	}
 	n = min(n, s.cap)
 	s.inbox[u] = int16(max(int(s.inbox[u]), n)) // Restore merges
 	s.built[u] = true
@@ -430,6 +438,9 @@ func (s *sim) rebuild(u uint32) {
 // setPull puts u in pull mode: every follower now merges u's outbox.
 func (s *sim) setPull(u uint32) {
 	s.mode[u] = feed.PullMode
+	if !s.outboxOK[u] {
+		s.unread++
+	}
 	s.eachFollower(u, func(f uint32) {
 		if s.pulls[f] < math.MaxUint16 {
 			s.pulls[f]++
