@@ -199,3 +199,18 @@ func BuiltInbox(own []Entry, followees [][]Entry, backfill, cap int) []Entry {
 	all = slices.Compact(all)
 	return all[:min(len(all), cap)]
 }
+
+// ImportCommentTargets returns the posts of comments and the threads their
+// replies belong to, each once, ascending: the counts an ImportComments of
+// them moves.
+func ImportCommentTargets(comments []*Comment) (posts, threads []int64) {
+	for _, c := range comments {
+		posts = append(posts, c.PostID)
+		if c.ParentID != 0 {
+			threads = append(threads, c.ParentID)
+		}
+	}
+	slices.Sort(posts)
+	slices.Sort(threads)
+	return slices.Compact(posts), slices.Compact(threads)
+}

@@ -270,16 +270,11 @@ func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, comm
 			)
 			SELECT ord FROM import_comments WHERE id NOT IN (SELECT id FROM ins)`}
 	var maxID int64
-	posts := make([]int64, 0, len(comments))
-	var threads []int64
 	for i, c := range comments {
 		s.rows = append(s.rows, []any{int32(i), c.ID, c.PostID, c.UserID, c.ParentID, c.AnswerID, c.Text, int32(c.Liked), int16(c.Status), ms(c.CreatedAt), ms(c.UpdatedAt)})
 		maxID = max(maxID, c.ID)
-		posts = append(posts, c.PostID)
-		if c.ParentID != 0 {
-			threads = append(threads, c.ParentID)
-		}
 	}
+	posts, threads := feed.ImportCommentTargets(comments)
 	return db.importBatch(ctx, func(tx pgx.Tx) ([]feed.ImportSkip, error) {
 		if len(comments) == 0 {
 			return nil, nil
@@ -288,13 +283,14 @@ func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, comm
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE posts p SET comments = (SELECT count(*) FROM comments c WHERE c.post_id = p.id AND NOT c.deleted)
-			WHERE p.id = ANY($1)`, posts); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE posts p SET comments = n.n
+			FROM (SELECT u.id, count(c.id) AS n FROM unnest($1::bigint[]) AS u(id) LEFT JOIN comments c ON c.post_id = u.id AND NOT c.deleted GROUP BY u.id) n
+			WHERE p.id = n.id`, posts); err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE comments t SET replies = (SELECT count(*) FROM comments r
-				WHERE r.parent_id = t.id AND r.parent_id <> 0 AND NOT r.deleted)
-			WHERE t.id = ANY($1)`, threads); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE comments t SET replies = n.n
+			FROM (SELECT u.id, count(r.id) AS n FROM unnest($1::bigint[]) AS u(id) LEFT JOIN comments r ON r.parent_id = u.id AND r.parent_id <> 0 AND NOT r.deleted GROUP BY u.id) n
+			WHERE t.id = n.id`, threads); err != nil {
 			return nil, err
 		}
 		return skipsOf(ords, feed.SkipIDTaken), bumpSequence(ctx, tx, "comments", maxID)

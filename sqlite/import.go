@@ -170,7 +170,7 @@ func (db *DB) ImportLikes(ctx context.Context, posts []int64, likes []feed.Impor
 // imported ones. The counts are counted again over comments_post and
 // comments_thread, in the batch's transaction.
 func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, commit feed.ImportCommit) error {
-	posts, threads := commentTargets(comments)
+	posts, threads := feed.ImportCommentTargets(comments)
 	return db.importBatch(ctx, len(comments), nil, func(tx *sql.Tx, i int) (string, error) {
 		c := comments[i]
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO comments (id, post_id, user_id, parent_id, answer_id, content, liked, status, created_at, updated_at)
@@ -190,20 +190,6 @@ func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, comm
 			WHERE id IN (SELECT value FROM json_each(?))`, idList(threads))
 		return err
 	}, commit)
-}
-
-// commentTargets returns the posts of comments and the threads of their
-// replies, each once: the counts an import of them moves.
-func commentTargets(comments []*feed.Comment) (posts, threads []int64) {
-	for _, c := range comments {
-		posts = append(posts, c.PostID)
-		if c.ParentID != 0 {
-			threads = append(threads, c.ParentID)
-		}
-	}
-	slices.Sort(posts)
-	slices.Sort(threads)
-	return slices.Compact(posts), slices.Compact(threads)
 }
 
 // ImportedUsers implements feed.ImportStore.
