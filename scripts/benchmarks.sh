@@ -15,8 +15,9 @@
 # their data are removed at the end, also on Ctrl-C.
 #
 # Installs nothing: it needs redis-server and PostgreSQL 15 (initdb,
-# pg_ctl under FEED_PG_BIN, default /usr/lib/postgresql/15/bin), as
-# scripts/test.sh installs them. The recovery step runs scripts/test.sh.
+# pg_ctl under FEED_PG_BIN, default /usr/lib/postgresql/15/bin), and
+# mariadb-server for the import step, as scripts/test.sh installs them.
+# The recovery step runs scripts/test.sh.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,7 +28,7 @@ log() { printf 'benchmarks.sh: %s\n' "$*" >&2; }
 #
 # One function per step; each runs its commands through `run`, with
 # $FEEDD the binary, $R the Redis URL and $PG the PostgreSQL URL. A new
-# benchmark is a new function and its name in STEPS (BENCHMARKS.md,
+# benchmark is a new function and its name in STEPS (docs/benchmarking.md,
 # "Running them all", lists them with the section each fills).
 
 step_fanout() {
@@ -115,12 +116,52 @@ step_capacity() {
 	run "$FEEDD" bench capacity --users 300000 --sweep 0,1000,3000,10000,30000,100000 --sweep-reads 0.25,1,4 --costs "$costs" --json
 	run "$FEEDD" bench capacity --check --users 20000 --days 1 --warmup-days 0 --costs "$costs" --redis-url "$R" --database-url "$PG" --json
 }
+step_import() {
+	# The tutorial's MySQL is a MariaDB of this run's own (start_mariadb).
+	start_mariadb
+	run "$FEEDD" bench import --users 100000 --follows 20 --mysql "$MY" --hmdp-redis "$R" --json
+	run "$FEEDD" bench import --users 100000 --follows 20 --mysql "$MY" --hmdp-redis "$R" --database-url "$PG" --redis-url "$R" --json
+}
 step_recovery() {
 	run scripts/test.sh -v -count=1 -run 'TestRedisBreaker|TestEmbeddedRestartRescuesAtOnce' ./cmd/feedd
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes comments capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes comments import capacity mixed recovery soak)
+
+# start_mariadb starts a MariaDB on loopback for the import step (once; as
+# PostgreSQL's user when run as root, as mariadbd refuses root), with a
+# user feedd, and sets MY to its DSN. Durability off: the synthetic
+# database it holds is made, read and dropped.
+start_mariadb() {
+	[[ -z $MY ]] || return 0
+	command -v mariadb-install-db >/dev/null && [[ -x /usr/sbin/mariadbd ]] ||
+		die "the import step needs mariadb-server (scripts/test.sh installs it)"
+	MY_DIR=$TMP/mysql
+	mkdir -p "$MY_DIR"
+	[[ ${#PG_AS[@]} -eq 0 ]] || chown "$pguser:" "$MY_DIR"
+	(cd "$MY_DIR" && "${PG_AS[@]}" mariadb-install-db --no-defaults --datadir="$MY_DIR/data" \
+		--auth-root-authentication-method=normal --skip-test-db --skip-name-resolve) >"$MY_DIR/install.log" 2>&1 ||
+		{ cat "$MY_DIR/install.log" >&2; die "mariadb-install-db failed"; }
+	local port
+	port=$(free_port)
+	(cd "$MY_DIR" && exec "${PG_AS[@]}" /usr/sbin/mariadbd --no-defaults --datadir="$MY_DIR/data" --socket="$MY_DIR/mysqld.sock" \
+		--port="$port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$MY_DIR/mysqld.pid" \
+		--log-error="$MY_DIR/error.log" --tmpdir="$MY_DIR" --skip-log-bin --innodb-flush-log-at-trx-commit=0 \
+		--innodb-doublewrite=0 --innodb-buffer-pool-size=1G --character-set-server=utf8mb4 \
+		--collation-server=utf8mb4_general_ci) </dev/null >/dev/null 2>&1 &
+	for _ in $(seq 300); do
+		if mariadb-admin --no-defaults --socket="$MY_DIR/mysqld.sock" -u root ping >/dev/null 2>&1; then
+			mariadb --no-defaults --socket="$MY_DIR/mysqld.sock" -u root \
+				-e "CREATE USER 'feedd'@'127.0.0.1'; GRANT ALL ON *.* TO 'feedd'@'127.0.0.1'" ||
+				die "could not create the MariaDB user feedd"
+			MY="feedd@tcp(127.0.0.1:$port)/"
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "MariaDB did not start: $(tail -n 3 "$MY_DIR/error.log" 2>/dev/null)"
+}
 
 # ---------------------------------------------------------------- running
 
@@ -150,9 +191,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/feedd-bench.XXXXXX")
-REDIS_PID="" PG_DATA="" PG_AS=()
+REDIS_PID="" PG_DATA="" PG_AS=() MY_DIR="" MY=""
 cleanup() {
 	set +e
+	[[ -n $MY_DIR && -f $MY_DIR/mysqld.pid ]] && kill "$(head -n1 "$MY_DIR/mysqld.pid")" 2>/dev/null && sleep 2
 	[[ -n $REDIS_PID ]] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
 	[[ -n $PG_DATA ]] && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null 2>&1
 	rm -rf -- "$TMP"
