@@ -78,7 +78,7 @@ func (c ImportCounts) Clone() ImportCounts {
 // Reasons an ImportStore skips a row for: what only the store can see.
 const (
 	// SkipIDTaken: a row of another kind already has the id (the store
-	// served its own users or posts before this import).
+	// served its own users, posts or comments before this import).
 	SkipIDTaken = "id_taken"
 	// SkipDuplicatePhone: another user already has the phone number.
 	SkipDuplicatePhone = "duplicate_phone"
@@ -136,6 +136,19 @@ type ImportStore interface {
 	// like count of each post of posts (which hold every like of the
 	// batch) to its number of likes. Skips: SkipDuplicate.
 	ImportLikes(ctx context.Context, posts []int64, likes []ImportLike, commit ImportCommit) error
+	// ImportComments writes comments (ID, PostID, UserID, ParentID,
+	// AnswerID, Text, Liked, Status, CreatedAt, UpdatedAt; neither hidden
+	// by the post's author nor deleted) and no notification: an import is
+	// history. The caller checks the threads: a reply's ParentID names a
+	// top-level comment of its post, written before it. Then the comment
+	// count of each post of the batch, and the reply count of each thread
+	// a reply of the batch belongs to, become what the store holds (the
+	// comments not deleted). Skips: SkipIDTaken.
+	ImportComments(ctx context.Context, comments []*Comment, commit ImportCommit) error
+	// Comments returns the comments that exist among ids, by id (as
+	// CommentStore's): the importer looks up the threads of the replies it
+	// reads with it.
+	Comments(ctx context.Context, ids []int64) (map[int64]*Comment, error)
 
 	// ImportedUsers calls fn with every user's id, ascending.
 	ImportedUsers(ctx context.Context, fn func(id int64)) error
@@ -185,4 +198,19 @@ func BuiltInbox(own []Entry, followees [][]Entry, backfill, cap int) []Entry {
 	slices.SortFunc(all, CompareEntries)
 	all = slices.Compact(all)
 	return all[:min(len(all), cap)]
+}
+
+// ImportCommentTargets returns the posts of comments and the threads their
+// replies belong to, each once, ascending: the counts an ImportComments of
+// them moves.
+func ImportCommentTargets(comments []*Comment) (posts, threads []int64) {
+	for _, c := range comments {
+		posts = append(posts, c.PostID)
+		if c.ParentID != 0 {
+			threads = append(threads, c.ParentID)
+		}
+	}
+	slices.Sort(posts)
+	slices.Sort(threads)
+	return slices.Compact(posts), slices.Compact(threads)
 }

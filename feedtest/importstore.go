@@ -2,6 +2,7 @@ package feedtest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -15,8 +16,9 @@ import (
 // store) and feed.InboxLoader (its Inbox, when it is one): rows keep their
 // ids and the store's own ids continue above them, conflicts are skipped
 // with their reason, a batch and its checkpoints commit together or not at
-// all, like counts follow the likes imported, and FinishImport makes the
-// counts and pull mode true.
+// all, like counts follow the likes imported, comment and reply counts
+// the comments imported, and FinishImport makes the counts and pull mode
+// true.
 func TestImportStore(t *testing.T, open func(t *testing.T) *Backend) {
 	ctx := context.Background()
 	b := open(t)
@@ -127,6 +129,8 @@ func TestImportStore(t *testing.T, open func(t *testing.T) *Backend) {
 		}
 	}
 
+	testImportComments(t, b, st, now, commit, wantSkips, own.ID)
+
 	pull, err := st.FinishImport(ctx, 2)
 	must(t, err, "FinishImport")
 	if !slices.Equal(pull, []int64{5}) {
@@ -174,6 +178,95 @@ func TestImportStore(t *testing.T, open func(t *testing.T) *Backend) {
 				t.Fatalf("inbox of %d: %s, want %s", in.UserID, fmtEntries(got), fmtEntries(in.Entries))
 			}
 		}
+	}
+}
+
+// testImportComments is TestImportStore's part of ImportComments, on the
+// imported posts 50 (by user 5) and 100 (by user 10) and the users 3, 5
+// and 10; ownUser is a user of the store's own.
+func testImportComments(t *testing.T, b *Backend, st feed.ImportStore, now time.Time, commit func(string, int64) feed.ImportCommit,
+	wantSkips func(string, ...feed.ImportSkip), ownUser int64) {
+	t.Helper()
+	ctx := context.Background()
+	comment := func(id, post, user, parent, answer int64, status feed.CommentStatus, minute int) *feed.Comment {
+		at := now.Add(time.Duration(minute) * time.Minute)
+		return &feed.Comment{ID: id, PostID: post, UserID: user, ParentID: parent, AnswerID: answer, Text: fmt.Sprintf("comment %d", id),
+			Liked: int(id % 7), Status: status, CreatedAt: at, UpdatedAt: at.Add(time.Second)}
+	}
+	notices := func() int {
+		ns, ok := st.(feed.NotifyStore)
+		if !ok {
+			return 0
+		}
+		n := 0
+		for _, u := range []int64{3, 5, 10} {
+			gs, err := ns.Notifications(ctx, u, feed.Top(), now.Add(time.Hour), 100)
+			must(t, err, "Notifications")
+			n += len(gs)
+		}
+		return n
+	}
+	before := notices()
+	counts := func(what string, posts map[int64]int, replies map[int64]int) {
+		t.Helper()
+		for id, want := range posts {
+			if p, err := b.Posts.Post(ctx, id); err != nil || p.Comments != want {
+				t.Fatalf("%s: post %d has %d comments (%v), want %d", what, id, p.Comments, err, want)
+			}
+		}
+		for id, want := range replies {
+			if c, err := b.Comments.Comment(ctx, id); err != nil || c.Replies != want {
+				t.Fatalf("%s: comment %d has %d replies (%v), want %d", what, id, c.Replies, err, want)
+			}
+		}
+	}
+
+	// A thread on post 50 (a reply to a reply in it), a top-level comment
+	// on post 100, reported and hidden ones.
+	batch := []*feed.Comment{comment(300, 50, 3, 0, 0, feed.CommentNormal, 10), comment(301, 50, 10, 300, 300, feed.CommentReported, 11),
+		comment(302, 50, 5, 300, 301, feed.CommentNormal, 12), comment(310, 100, 3, 0, 0, feed.CommentHidden, 13)}
+	must(t, st.ImportComments(ctx, batch, commit("tb_blog_comments", 310)), "ImportComments")
+	wantSkips("comments")
+	counts("comments", map[int64]int{50: 3, 100: 1}, map[int64]int{300: 2, 310: 0})
+	got, err := st.Comments(ctx, []int64{300, 301, 302, 310, 999})
+	must(t, err, "Comments")
+	if len(got) != 4 {
+		t.Fatalf("Comments: %d of the 4 imported", len(got))
+	}
+	for _, w := range batch {
+		g := got[w.ID]
+		if g == nil || g.PostID != w.PostID || g.UserID != w.UserID || g.ParentID != w.ParentID || g.AnswerID != w.AnswerID || g.Text != w.Text ||
+			g.Liked != w.Liked || g.Status != w.Status || !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) || g.Deleted || g.AuthorHidden {
+			t.Fatalf("imported comment %+v, want %+v", g, w)
+		}
+	}
+	if replies, err := b.Comments.Replies(ctx, 300, feed.Entry{}, 10); err != nil || len(replies) != 2 || replies[0].ID != 301 || replies[1].ID != 302 {
+		t.Fatalf("replies of 300: %v %v", replies, err)
+	}
+	if list, err := b.Comments.ReportedComments(ctx, 0, 10); err != nil || len(list) != 2 || list[0].CommentID != 310 || list[1].CommentID != 301 {
+		t.Fatalf("the moderation list: %+v %v, want the hidden 310 and the reported 301", list, err)
+	}
+	if n := notices(); n != before {
+		t.Fatalf("importing comments made %d notifications", n-before)
+	}
+
+	// feedd's own comments continue above the imported ones; an imported
+	// comment with the id of one of them is skipped.
+	mine := &feed.Comment{PostID: 100, UserID: ownUser, Text: "mine", CreatedAt: now, UpdatedAt: now}
+	must(t, b.Comments.CreateComment(ctx, mine), "CreateComment")
+	if mine.ID <= 310 {
+		t.Fatalf("a comment made after the import got id %d, not above the imported 310", mine.ID)
+	}
+	// The thread's top-level comment deleted: a placeholder, counted no more.
+	_, err = b.Comments.DeleteComment(ctx, 300, 3, false, now)
+	must(t, err, "DeleteComment")
+	counts("a thread's top-level comment deleted", map[int64]int{50: 2, 100: 2}, nil)
+	must(t, st.ImportComments(ctx, []*feed.Comment{comment(mine.ID, 100, 5, 0, 0, feed.CommentNormal, 14), comment(mine.ID+1, 50, 10, 300, 302, feed.CommentNormal, 15)},
+		commit("tb_blog_comments", mine.ID+1)), "ImportComments")
+	wantSkips("a comment whose id is taken", feed.ImportSkip{Index: 0, Reason: feed.SkipIDTaken})
+	counts("comments again", map[int64]int{50: 3, 100: 2}, map[int64]int{300: 3})
+	if c, err := b.Comments.Comment(ctx, mine.ID); err != nil || c.Text != "mine" || c.UserID != ownUser {
+		t.Fatalf("the store's own comment %d: %+v %v", mine.ID, c, err)
 	}
 }
 

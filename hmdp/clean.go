@@ -14,17 +14,21 @@ import (
 // lists them). The store adds its own skips: feed.SkipIDTaken,
 // feed.SkipDuplicatePhone and feed.SkipDuplicate.
 const (
-	SkipMissingUser   = "missing_user"   // a follow or like of a user not imported
+	SkipMissingUser   = "missing_user"   // a follow, like or comment of a user not imported
 	SkipMissingAuthor = "missing_author" // a post by a user not imported
-	SkipMissingPost   = "missing_post"   // a like or feed entry of a post not imported
+	SkipMissingPost   = "missing_post"   // a like, feed entry or comment of a post not imported
 	SkipSelfFollow    = "self_follow"    // a user following themselves
 	SkipMalformed     = "malformed"      // a Redis member that is no id, or a score that is no time
+	SkipMissingThread = "missing_thread" // a reply whose parent_id is no imported top-level comment of its post
+	SkipEmptyText     = "empty_text"     // a comment with no text left once cleaned
 
 	CleanInvalidUTF8 = "invalid_utf8"  // bytes that are not UTF-8, replaced by U+FFFD
 	CleanMarkup      = "markup"        // HTML tags and entities, turned into the text they showed
 	CleanTooLong     = "too_long"      // text over feedd's limits, cut; images past 9, dropped
 	CleanControl     = "control_chars" // control and bidirectional override characters, removed
 	CleanBadImage    = "bad_image"     // an image or icon that is not a /path or http(s) URL, dropped
+	CleanBadAnswer   = "bad_answer"    // an answer_id that is no comment of the thread: the reply answers the thread's top-level comment
+	CleanBadStatus   = "bad_status"    // a comment status other than 0, 1 or 2: the comment is hidden
 )
 
 // cleaner cleans the text of one row and notes why.
@@ -92,10 +96,18 @@ func (c *cleaner) title(s string) string {
 
 // content cleans a post's content: valid UTF-8, no markup, no NUL, at most
 // feed.MaxContent characters.
-func (c *cleaner) content(s string) string {
+func (c *cleaner) content(s string) string { return c.body(s, feed.MaxContent) }
+
+// comment cleans a comment's text by the rules of a post's content
+// (feed.CommentInput.Validate), within feed.MaxCommentText characters.
+func (c *cleaner) comment(s string) string { return c.body(s, feed.MaxCommentText) }
+
+// body cleans a text of many lines: valid UTF-8, no markup, no NUL, at
+// most max characters.
+func (c *cleaner) body(s string, max int) string {
 	s = c.text(c.utf8(s))
 	s = c.drop(s, func(r rune) bool { return r == 0 })
-	return c.cut(s, feed.MaxContent)
+	return c.cut(s, max)
 }
 
 // plain cleans a user's text (nickname, city, introduction): valid UTF-8,

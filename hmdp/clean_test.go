@@ -76,3 +76,37 @@ func TestCleanUser(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanComment: a comment's text is cleaned as a post's content,
+// within the comment limit, and is then one feedd would take from a
+// client (but for an empty one, which the import skips).
+func TestCleanComment(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                      "plain",
+		"<b>nice</b> &amp; <br>true": "nice & \ntrue",
+		"caf\xe9\x00":                "caf\uFFFD",
+		strings.Repeat("é", 1200):    strings.Repeat("é", feed.MaxCommentText),
+		"<p></p>":                    "\n", // empty once trimmed: skipped
+	} {
+		var cl cleaner
+		if got := cl.comment(in); got != want {
+			t.Errorf("comment(%q) = %q, want %q", in, got, want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"<", ">", "<b>", "</p>", "&amp;", "&#x41;", "\x00", "\a", "\xff", "é", "🍷", " ", "\n", "a", strings.Repeat("x", 400)}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		var cl cleaner
+		in := feed.CommentInput{Text: cl.comment(b.String())}
+		if strings.TrimSpace(in.Text) == "" {
+			continue
+		}
+		if err := in.Validate(); err != nil {
+			t.Fatalf("cleaned comment refused: %v: %q", err, in.Text)
+		}
+	}
+}

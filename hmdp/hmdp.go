@@ -1,7 +1,7 @@
 // Package hmdp imports a running instance of the tutorial's service
 // ("hmdp", the Spring Boot + Redis design whose HTTP interface is feedd's
-// compatible API) into feedd's store: its users, posts, follows and likes,
-// from its MySQL database and Redis (feedd import hmdp; docs/operations.md,
+// compatible API) into feedd's store: its users, posts, follows, likes and
+// comments, from its MySQL database and Redis (feedd import hmdp; docs/operations.md,
 // "Moving from hmdp").
 //
 // Each phase reads one table (or, for likes, one sorted set per post) in
@@ -33,12 +33,13 @@ const SourceName = "hmdp"
 // blog:liked sorted sets, read post by post), then the inboxes, from the
 // follows or (KeepFeeds) from its feed sorted sets.
 const (
-	PhaseUsers   = "tb_user"
-	PhasePosts   = "tb_blog"
-	PhaseFollows = "tb_follow"
-	PhaseLikes   = "blog:liked"
-	PhaseInboxes = "inboxes"
-	PhaseFeeds   = "feed"
+	PhaseUsers    = "tb_user"
+	PhasePosts    = "tb_blog"
+	PhaseFollows  = "tb_follow"
+	PhaseLikes    = "blog:liked"
+	PhaseComments = "tb_blog_comments"
+	PhaseInboxes  = "inboxes"
+	PhaseFeeds    = "feed"
 )
 
 // DefaultBatch is how many source rows a batch reads and writes by
@@ -47,11 +48,11 @@ const (
 // feedtest.BenchImportFollows: 400,000 at 20,000 a batch, 101,000 rows per
 // CPU second against 62,000 at 5,000; 2M at 100,000 a batch, 81,600
 // against 59,000 at 20,000). The batches of users, posts and likes hold at
-// most wideBatch rows (posts, their text; likes, the posts whose likers
-// come in a batch).
+// most wideBatch rows (posts and comments, their text; likes, the posts
+// whose likers come in a batch).
 const DefaultBatch = 100_000
 
-// wideBatch bounds the batches of users, posts and likes.
+// wideBatch bounds the batches of users, posts, likes and comments.
 const wideBatch = 20_000
 
 // Options say where the import goes and how.
@@ -149,15 +150,18 @@ type postRef struct{ author, score int64 }
 
 // run is one import run.
 type run struct {
-	src    *Source
-	o      Options
-	now    time.Time
-	cps    map[string]feed.ImportCheckpoint
-	users  map[int64]bool    // users in the store that are the source's
-	posts  map[int64]postRef // posts in the store that are the source's
-	reset  bool              // the inbox phases were reset by this run's first batch
-	report *Report
-	logged map[string]int // samples logged, by phase and reason
+	src   *Source
+	o     Options
+	now   time.Time
+	cps   map[string]feed.ImportCheckpoint
+	users map[int64]bool    // users in the store that are the source's
+	posts map[int64]postRef // posts in the store that are the source's
+	reset bool              // the inbox phases were reset by this run's first batch
+	// comments are the comments written in a dry run, which has no store
+	// to look them up in.
+	comments map[int64]commentRef
+	report   *Report
+	logged   map[string]int // samples logged, by phase and reason
 }
 
 // samplesPerReason bounds the rows logged for each phase and reason.
@@ -177,7 +181,7 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 		return nil, errors.New("hmdp: no inbox store")
 	}
 	start := time.Now()
-	r := &run{src: src, o: o, now: o.Now(), cps: map[string]feed.ImportCheckpoint{}, users: map[int64]bool{}, posts: map[int64]postRef{},
+	r := &run{src: src, o: o, now: o.Now(), cps: map[string]feed.ImportCheckpoint{}, users: map[int64]bool{}, posts: map[int64]postRef{}, comments: map[int64]commentRef{},
 		report: &Report{DryRun: o.Store == nil, LikersUnknown: src.Redis == nil}, logged: map[string]int{}}
 	if err := r.load(ctx); err != nil {
 		return nil, err
@@ -186,7 +190,7 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 	if src.Redis != nil {
 		steps = append(steps, r.importLikes)
 	}
-	steps = append(steps, r.finish)
+	steps = append(steps, r.importComments, r.finish)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return r.report, err

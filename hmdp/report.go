@@ -17,7 +17,7 @@ func (r *Report) Text() string {
 		what = "would be imported (dry run: nothing written)"
 	}
 	fmt.Fprintf(&b, "feedd import hmdp: %s in %.1f s\n", what, r.Elapsed.Seconds())
-	fmt.Fprintf(&b, "%-12s %10s %10s %10s %9s %9s %12s\n", "phase", "source", "read", "imported", "skipped", "cleaned", "rows/s")
+	fmt.Fprintf(&b, "%-16s %10s %10s %10s %9s %9s %12s\n", "phase", "source", "read", "imported", "skipped", "cleaned", "rows/s")
 	for _, p := range r.Phases {
 		src := "-"
 		if p.Source >= 0 {
@@ -31,7 +31,7 @@ func (r *Report) Text() string {
 		if p.RunRead > 0 {
 			rps = fmt.Sprintf("%.0f", p.RowsPerSecond())
 		}
-		fmt.Fprintf(&b, "%-12s %10s %10d %10d %9d %9d %12s\n", p.Name, src, p.Counts.Read, p.Counts.Imported, p.Counts.SkippedTotal(), cleaned, rps)
+		fmt.Fprintf(&b, "%-16s %10s %10d %10d %9d %9d %12s\n", p.Name, src, p.Counts.Read, p.Counts.Imported, p.Counts.SkippedTotal(), cleaned, rps)
 	}
 	reasons := func(title string, by func(PhaseReport) map[string]int64) {
 		var lines []string

@@ -141,6 +141,32 @@ func (s *Source) follows(ctx context.Context, after int64, n int) ([]srcFollow, 
 	return out, rows.Err()
 }
 
+type srcComment struct {
+	id, user, blog, parent, answer int64
+	content                        string
+	liked, status                  int
+	created, updated               int64
+}
+
+func (s *Source) comments(ctx context.Context, after int64, n int) ([]srcComment, error) {
+	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, user_id, blog_id, COALESCE(parent_id, 0), COALESCE(answer_id, 0), COALESCE(content, ''),
+		COALESCE(liked, 0), COALESCE(status, 0), `+ms("create_time")+`, `+ms("update_time")+`
+		FROM tb_blog_comments WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("read tb_blog_comments: %w", err)
+	}
+	defer rows.Close()
+	var out []srcComment
+	for rows.Next() {
+		var c srcComment
+		if err := rows.Scan(&c.id, &c.user, &c.blog, &c.parent, &c.answer, &c.content, &c.liked, &c.status, &c.created, &c.updated); err != nil {
+			return nil, fmt.Errorf("read tb_blog_comments: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // count is the number of rows of a source table.
 func (s *Source) count(ctx context.Context, table string) (int64, error) {
 	var n int64

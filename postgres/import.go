@@ -257,6 +257,46 @@ func (db *DB) ImportLikes(ctx context.Context, posts []int64, likes []feed.Impor
 	}, commit)
 }
 
+// ImportComments implements feed.ImportStore. The counts are counted
+// again over comments_post and comments_thread, in the batch's
+// transaction.
+func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, commit feed.ImportCommit) error {
+	s := staged{name: "import_comments", def: "ord int, id bigint, post_id bigint, user_id bigint, parent_id bigint, answer_id bigint, content text, liked int, status smallint, created_at bigint, updated_at bigint",
+		cols: []string{"ord", "id", "post_id", "user_id", "parent_id", "answer_id", "content", "liked", "status", "created_at", "updated_at"},
+		moveQ: `WITH ins AS (
+				INSERT INTO comments (id, post_id, user_id, parent_id, answer_id, content, liked, status, created_at, updated_at)
+				SELECT id, post_id, user_id, parent_id, answer_id, content, liked, status, created_at, updated_at FROM import_comments ORDER BY ord
+				ON CONFLICT DO NOTHING RETURNING id
+			)
+			SELECT ord FROM import_comments WHERE id NOT IN (SELECT id FROM ins)`}
+	var maxID int64
+	for i, c := range comments {
+		s.rows = append(s.rows, []any{int32(i), c.ID, c.PostID, c.UserID, c.ParentID, c.AnswerID, c.Text, int32(c.Liked), int16(c.Status), ms(c.CreatedAt), ms(c.UpdatedAt)})
+		maxID = max(maxID, c.ID)
+	}
+	posts, threads := feed.ImportCommentTargets(comments)
+	return db.importBatch(ctx, func(tx pgx.Tx) ([]feed.ImportSkip, error) {
+		if len(comments) == 0 {
+			return nil, nil
+		}
+		ords, err := s.run(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE posts p SET comments = n.n
+			FROM (SELECT u.id, count(c.id) AS n FROM unnest($1::bigint[]) AS u(id) LEFT JOIN comments c ON c.post_id = u.id AND NOT c.deleted GROUP BY u.id) n
+			WHERE p.id = n.id`, posts); err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE comments t SET replies = n.n
+			FROM (SELECT u.id, count(r.id) AS n FROM unnest($1::bigint[]) AS u(id) LEFT JOIN comments r ON r.parent_id = u.id AND r.parent_id <> 0 AND NOT r.deleted GROUP BY u.id) n
+			WHERE t.id = n.id`, threads); err != nil {
+			return nil, err
+		}
+		return skipsOf(ords, feed.SkipIDTaken), bumpSequence(ctx, tx, "comments", maxID)
+	}, commit)
+}
+
 // ImportedUsers implements feed.ImportStore.
 func (db *DB) ImportedUsers(ctx context.Context, fn func(id int64)) error {
 	rows, err := db.Pool.Query(ctx, `SELECT id FROM users ORDER BY id`)

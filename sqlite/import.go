@@ -165,6 +165,33 @@ func (db *DB) ImportLikes(ctx context.Context, posts []int64, likes []feed.Impor
 	}, commit)
 }
 
+// ImportComments implements feed.ImportStore. AUTOINCREMENT keeps the
+// largest id ever written, so feedd's own comments come after the
+// imported ones. The counts are counted again over comments_post and
+// comments_thread, in the batch's transaction.
+func (db *DB) ImportComments(ctx context.Context, comments []*feed.Comment, commit feed.ImportCommit) error {
+	posts, threads := feed.ImportCommentTargets(comments)
+	return db.importBatch(ctx, len(comments), nil, func(tx *sql.Tx, i int) (string, error) {
+		c := comments[i]
+		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO comments (id, post_id, user_id, parent_id, answer_id, content, liked, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			c.ID, c.PostID, c.UserID, c.ParentID, c.AnswerID, c.Text, c.Liked, int(c.Status), ms(c.CreatedAt), ms(c.UpdatedAt)))
+		if err != nil || ok {
+			return "", err
+		}
+		return feed.SkipIDTaken, nil
+	}, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE posts SET comments = (SELECT count(*) FROM comments c WHERE c.post_id = posts.id AND c.deleted = 0)
+			WHERE id IN (SELECT value FROM json_each(?))`, idList(posts)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE comments SET replies = (SELECT count(*) FROM comments r
+				WHERE r.parent_id = comments.id AND r.parent_id <> 0 AND r.deleted = 0)
+			WHERE id IN (SELECT value FROM json_each(?))`, idList(threads))
+		return err
+	}, commit)
+}
+
 // ImportedUsers implements feed.ImportStore.
 func (db *DB) ImportedUsers(ctx context.Context, fn func(id int64)) error {
 	rows, err := db.read(ctx, `SELECT id FROM users ORDER BY id`)

@@ -484,7 +484,7 @@ func benchImport(ctx context.Context, c *config, bf *benchFlags, env *bench.Env,
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(8)
-	o := bench.ImportOptions{MySQL: db, Data: bench.HMDPOptions{Users: bf.users, Follows: bf.follows, Posts: bf.posts, Likes: bf.likes, Progress: env.Progress},
+	o := bench.ImportOptions{MySQL: db, Data: bench.HMDPOptions{Users: bf.users, Follows: bf.follows, Posts: bf.posts, Likes: bf.likes, Comments: bf.hmdpComments, Progress: env.Progress},
 		Backfill: c.backfill, InboxCap: c.inboxCap, PullThreshold: c.pullAt, CPUProfile: bf.cpuProfile}
 	if bf.hmdpRedis != "" {
 		opts, err := goredis.ParseURL(bf.hmdpRedis)

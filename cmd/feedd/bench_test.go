@@ -306,7 +306,7 @@ func TestBenchImport(t *testing.T) {
 	redisURL, _ := testenv.RedisURL(t)
 	out := runBenchJSON(t, "import", "--users", "300", "--mysql", dsn, "--hmdp-redis", redisURL)
 	data, _ := out["data"].(map[string]any)
-	if data["users"] != 300.0 || data["follows"].(float64) < 3000 || data["likes"].(float64) < 1000 {
+	if data["users"] != 300.0 || data["follows"].(float64) < 3000 || data["likes"].(float64) < 1000 || data["comments"].(float64) < 1000 {
 		t.Errorf("data: %v", data)
 	}
 	phases := map[string]float64{}
@@ -314,7 +314,7 @@ func TestBenchImport(t *testing.T) {
 		p := p.(map[string]any)
 		phases[p["name"].(string)] = p["rows_per_s"].(float64)
 	}
-	for _, name := range []string{"tb_user", "tb_blog", "tb_follow", "blog:liked", "inboxes"} {
+	for _, name := range []string{"tb_user", "tb_blog", "tb_follow", "blog:liked", "tb_blog_comments", "inboxes"} {
 		if phases[name] <= 0 {
 			t.Errorf("phase %s: rows/s %v", name, phases[name])
 		}

@@ -42,6 +42,7 @@ type benchFlags struct {
 	mysql        string // import: the MySQL server
 	hmdpRedis    string // import: the tutorial's Redis, for likes
 	likes        int    // import: likes per post
+	hmdpComments int    // import: comments per post
 	capacity     capacityFlags
 }
 
@@ -89,6 +90,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	}
 	fs.StringVar(&bf.hmdpRedis, "hmdp-redis", "", "import: redis:// URL of a Redis for the tutorial's likes, under a prefix of the run's own, deleted afterwards (empty: no likes)")
 	fs.IntVar(&bf.likes, "likes", 5, "import: likes per post, on average")
+	fs.IntVar(&bf.hmdpComments, "hmdp-comments", 3, "import: comments per post, on average (about half of them replies)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
 	declareCommentsBenchFlags(fs, &bf.comments)

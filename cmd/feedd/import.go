@@ -46,7 +46,7 @@ func importFlagSet(c *config, f *importFlags, getenv func(string) string, out io
 	fs.BoolVar(&f.keepFeeds, "keep-feeds", false, "fill each inbox from the tutorial's feed:{userId} (needs --redis) instead of building it from the follows")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "read the whole source and report what would come over into an empty store; write nothing")
 	fs.BoolVar(&f.strict, "strict", false, "exit with status 1 when any row was skipped")
-	fs.IntVar(&f.batch, "batch", hmdp.DefaultBatch, "source rows read and written per batch, one transaction each (users, posts and likes: at most 20000)")
+	fs.IntVar(&f.batch, "batch", hmdp.DefaultBatch, "source rows read and written per batch, one transaction each (users, posts, likes and comments: at most 20000)")
 	if getenv("FEED_LOG_LEVEL") == "" {
 		// Progress and the report are the output; River's info lines are noise.
 		fs.Set("log-level", "warn")

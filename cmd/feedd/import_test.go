@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -101,6 +102,7 @@ func (s *hmdpSource) fill(t *testing.T) {
 	t.Helper()
 	s.exec(t, "ALTER TABLE tb_user MODIFY nick_name VARBINARY(32) NULL DEFAULT ''")
 	s.exec(t, "ALTER TABLE tb_blog MODIFY content VARBINARY(2048) NOT NULL")
+	s.exec(t, "ALTER TABLE tb_blog_comments MODIFY content VARBINARY(4096) NOT NULL")
 	user := func(id int, phone, nick, icon string, minute int) {
 		s.exec(t, "INSERT INTO tb_user (id, phone, password, nick_name, icon, create_time, update_time) VALUES (?, ?, 'x', ?, ?, FROM_UNIXTIME(?), FROM_UNIXTIME(?))",
 			id, phone, nick, icon, at(minute), at(minute))
@@ -141,6 +143,29 @@ func (s *hmdpSource) fill(t *testing.T) {
 	follow(8, 4, 1, 27)
 	follow(9, 6, 1, 28) // missing_user: user 6 is feedd's
 	follow(10, 2, 3, 29)
+
+	comment := func(id, user, blog, parent, answer int, content string, liked, status, minute int) {
+		s.exec(t, "INSERT INTO tb_blog_comments (id, user_id, blog_id, parent_id, answer_id, content, liked, status, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, FROM_UNIXTIME(?), FROM_UNIXTIME(?))",
+			id, user, blog, parent, answer, content, liked, status, at(minute), at(minute+1))
+	}
+	comment(1, 2, 10, 0, 0, "Looks great", 3, 0, 40)                      // a thread
+	comment(2, 3, 10, 1, 1, "Agreed", 0, 0, 41)                           // a reply
+	comment(3, 1, 10, 1, 2, "Thanks both", 1, 0, 42)                      // a reply to a reply, in the thread
+	comment(4, 3, 10, 0, 0, "Second thread", 0, 1, 43)                    // reported
+	comment(5, 4, 10, 0, 0, "Spam spam", 0, 2, 44)                        // hidden
+	comment(6, 2, 14, 0, 0, "on a post not imported", 0, 0, 45)           // missing_post
+	comment(7, 99, 10, 0, 0, "by nobody", 0, 0, 46)                       // missing_user
+	comment(8, 2, 10, 99, 99, "a reply to nothing", 0, 0, 47)             // missing_thread
+	comment(9, 2, 11, 1, 1, "in a thread of another post", 0, 0, 48)      // missing_thread
+	comment(10, 3, 10, 2, 2, "parent_id names a reply", 0, 0, 49)         // missing_thread
+	comment(11, 1, 11, 0, 0, "caf\xe9 ok", 0, 0, 50)                      // invalid_utf8
+	comment(12, 2, 11, 11, 11, "<b>nice</b> &amp; <br>true", 0, 0, 51)    // markup
+	comment(13, 3, 10, 1, 4, "answer_id in another thread", 0, 0, 52)     // bad_answer: answers 1
+	comment(14, 1, 11, 0, 0, "<p></p>", 0, 0, 53)                         // empty_text
+	comment(15, 1, 10, 0, 0, "feedd has comment 15", 0, 0, 54)            // id_taken
+	comment(16, 1, 12, 0, 0, strings.Repeat("x", 1200), 0, 0, 55)         // too_long
+	comment(17, 2, 12, 0, 0, "a status of another service", 0, 7, 56)     // bad_status: hidden
+	comment(18, 2, 10, 15, 15, "a reply in feedd's own thread", 0, 0, 57) // missing_thread
 
 	s.zadd(t, "blog:liked:10", map[string]int64{"3": atMS(31), "2": atMS(30)})
 	s.zadd(t, "blog:liked:11", map[string]int64{"1": atMS(32), "99": atMS(33)}) // missing_user
@@ -298,13 +323,15 @@ func runImportCmd(t *testing.T, src *hmdpSource, target *importTarget, extra ...
 }
 
 // squat gives the target rows of its own before the import: a user with
-// source user 5's phone, one with source user 6's id, and a post with
-// source post 18's id, as a feedd that served before (or during) a move
-// would have.
+// source user 5's phone, one with source user 6's id, a post with source
+// post 18's id, and a comment with source comment 15's id on post 10, as
+// a feedd that served before (or during) a move would have: a run after
+// the first one finds feedd's own comments on the posts it imported.
 func squat(t *testing.T, target *importTarget) {
 	target.exec(t, "INSERT INTO users (id, phone, nick_name, created_at, active_at) VALUES (900000, '13800000005', 'early bird', 0, 0)")
 	target.exec(t, "INSERT INTO users (id, phone, nick_name, created_at, active_at) VALUES (6, '13900000006', 'squatter', 0, 0)")
 	target.exec(t, "INSERT INTO posts (id, user_id, title, content, created_at, updated_at) VALUES (18, 900000, 'feedd''s own', 'x', 1, 1)")
+	target.exec(t, "INSERT INTO comments (id, post_id, user_id, content, created_at, updated_at) VALUES (15, 10, 900000, 'feedd''s own comment', 1, 1)")
 }
 
 // TestImportHMDP imports the fixture into each engine and reads it back
@@ -327,7 +354,9 @@ func TestImportHMDP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dry run: %v\n%s", err, dry.text)
 			}
-			if !strings.Contains(dry.text, "dry run") || dry.phases["tb_user"][2] != 7 || dry.phases["tb_follow"][1] != 10 {
+			// Into an empty store: comments 15 and 18 would come over.
+			if !strings.Contains(dry.text, "dry run") || dry.phases["tb_user"][2] != 7 || dry.phases["tb_follow"][1] != 10 ||
+				dry.phases["tb_blog_comments"] != [5]int64{18, 18, 12, 6, 5} {
 				t.Errorf("dry run report:\n%s", dry.text)
 			}
 			if n := target.count(t, "SELECT count(*) FROM users"); n != 2 {
@@ -343,6 +372,10 @@ func TestImportHMDP(t *testing.T) {
 				"tb_blog":    {9, 9, 6, 3, 5},
 				"tb_follow":  {10, 10, 6, 4, 0},
 				"blog:liked": {-1, 7, 3, 4, 0},
+				// Comments of the skipped post and user, three replies
+				// outside a thread of theirs, one with no text once
+				// cleaned; comment 18's thread is feedd's own 15.
+				"tb_blog_comments": {18, 18, 10, 8, 5},
 			}
 			for phase, w := range want {
 				if got := rep.phases[phase]; got != w {
@@ -354,10 +387,14 @@ func TestImportHMDP(t *testing.T) {
 				"tb_blog":    {hmdp.SkipMissingAuthor: 2, feed.SkipIDTaken: 1},
 				"tb_follow":  {hmdp.SkipSelfFollow: 1, hmdp.SkipMissingUser: 2, feed.SkipDuplicate: 1},
 				"blog:liked": {hmdp.SkipMissingUser: 1, hmdp.SkipMalformed: 1, hmdp.SkipMissingPost: 2},
+				"tb_blog_comments": {hmdp.SkipMissingPost: 1, hmdp.SkipMissingUser: 1, hmdp.SkipMissingThread: 4, hmdp.SkipEmptyText: 1,
+					feed.SkipIDTaken: 1},
 			}
 			wantCleaned := map[string]map[string]int64{
 				"tb_user": {hmdp.CleanControl: 1, hmdp.CleanBadImage: 1, hmdp.CleanInvalidUTF8: 1},
 				"tb_blog": {hmdp.CleanMarkup: 1, hmdp.CleanTooLong: 1, hmdp.CleanBadImage: 1, hmdp.CleanInvalidUTF8: 1, hmdp.CleanControl: 1},
+				"tb_blog_comments": {hmdp.CleanInvalidUTF8: 1, hmdp.CleanMarkup: 1, hmdp.CleanBadAnswer: 1, hmdp.CleanTooLong: 1,
+					hmdp.CleanBadStatus: 1},
 			}
 			for phase, w := range wantSkipped {
 				if got := rep.skipped[phase]; fmt.Sprint(got) != fmt.Sprint(w) {
@@ -390,6 +427,14 @@ func TestImportHMDP(t *testing.T) {
 				{"SELECT count(*) FROM users WHERE id = 7 AND nick_name = 'caf\uFFFD'", 1},
 				{"SELECT count(*) FROM users WHERE id = 6 AND nick_name = 'squatter'", 1},
 				{"SELECT count(*) FROM users WHERE phone = '13800000005'", 1},
+				{"SELECT count(*) FROM comments WHERE id = 11 AND content = 'caf\uFFFD ok'", 1},
+				{"SELECT count(*) FROM comments WHERE id = 12 AND content = 'nice & \ntrue' AND parent_id = 11 AND answer_id = 11", 1},
+				{"SELECT count(*) FROM comments WHERE id = 13 AND parent_id = 1 AND answer_id = 1", 1},
+				{"SELECT count(*) FROM comments WHERE id = 3 AND parent_id = 1 AND answer_id = 2 AND liked = 1", 1},
+				{"SELECT count(*) FROM comments WHERE id = 15 AND post_id = 10 AND content = 'feedd''s own comment' AND replies = 0", 1},
+				{"SELECT count(*) FROM comments WHERE id = 16 AND length(content) = 1000", 1},
+				{"SELECT count(*) FROM comments WHERE status = 1", 1},
+				{"SELECT count(*) FROM comments WHERE status = 2 AND id IN (5, 17)", 2},
 			} {
 				if n := target.count(t, c.q); n != c.want {
 					t.Errorf("%s: %d", c.q, n)
@@ -400,7 +445,7 @@ func TestImportHMDP(t *testing.T) {
 			}
 
 			// A re-run finds nothing new, writes nothing, and reports the same.
-			tables := "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM follows) + (SELECT count(*) FROM likes)"
+			tables := "SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM follows) + (SELECT count(*) FROM likes) + (SELECT count(*) FROM comments)"
 			before := target.count(t, tables)
 			again, _, err := runImportCmd(t, src, target)
 			if err != nil {
@@ -500,15 +545,79 @@ func checkImported(t *testing.T, s *server) {
 		t.Errorf("/v1/posts/12: %+v", post)
 	}
 
+	checkImportedComments(t, s, c, tok)
+
 	// feedd's own ids continue above the imported ones.
 	var id int64
 	s.must("POST", "/blog", alice, map[string]any{"title": "after the move", "content": "hello from feedd"}, &id)
 	if id <= 18 {
 		t.Errorf("a new post got id %d, not above the imported ones", id)
 	}
+	if cm := c.addComment(tok, 10, "after the move", 1); cm.ID <= 17 || cm.ParentID == nil || *cm.ParentID != 1 {
+		t.Errorf("a new reply %+v: its id not above the imported 17, or not in thread 1", cm)
+	}
 	newcomer := s.me(s.login("13900000100"))
 	if newcomer <= 7 || newcomer == 900000 || newcomer == 6 {
 		t.Errorf("a new user got id %d", newcomer)
+	}
+}
+
+// checkImportedComments reads the fixture's comments through both APIs,
+// as user 1 (tok) and user 7, who took no part in them.
+func checkImportedComments(t *testing.T, s *server, c *v1Client, tok string) {
+	t.Helper()
+	other := c.login("13800000007")
+	var post apiPost
+	c.want(200, "GET", "/v1/posts/{id}", tok, nil, &post, 10)
+	var b blog
+	s.must("GET", "/blog/10", s.login("13800000001"), nil, &b)
+	// Post 10 has comments 1, 2, 3, 4, 5 and 13 (hidden ones count), and
+	// feedd's own 15.
+	if post.CommentCount != 7 || b.Comments == nil || *b.Comments != 7 {
+		t.Errorf("post 10: comment_count %d, /blog/10 comments %v, want 7", post.CommentCount, b.Comments)
+	}
+	// Comment 5 is hidden; 4, reported, is shown until a moderator decides.
+	for order, want := range map[string][]int64{"new": {4, 1, 15}, "top": {1, 4, 15}} {
+		list := c.comments(other, 10, order, 10)
+		if got := apiCommentIDs(list); !slices.Equal(got, want) {
+			t.Fatalf("%s comments of post 10: %v, want %v", order, got, want)
+		}
+		th := list[slices.IndexFunc(list, func(c apiComment) bool { return c.ID == 1 })]
+		if th.ReplyCount != 3 || th.LikeCount != 3 || th.Author == nil || th.Author.ID != 2 || th.Text != "Looks great" ||
+			!th.CreatedAt.Equal(hmdpBase.Add(40*time.Minute)) || !slices.Equal(apiCommentIDs(th.Replies), []int64{2, 3}) {
+			t.Errorf("thread 1: %+v", th)
+		}
+		if r := th.Replies[1]; r.ReplyTo == nil || r.ReplyTo.CommentID != 2 || r.ReplyTo.User == nil || r.ReplyTo.User.ID != 3 {
+			t.Errorf("comment 3, a reply to a reply: %+v", r)
+		}
+	}
+	var replies apiPage[apiComment]
+	c.want(200, "GET", "/v1/comments/{id}/replies?limit=10", other, nil, &replies, 1)
+	if got := apiCommentIDs(replies.Data); !slices.Equal(got, []int64{2, 3, 13}) {
+		t.Fatalf("replies of comment 1: %v, want 2, 3, 13", got)
+	}
+	if r := replies.Data[2]; r.ReplyTo == nil || r.ReplyTo.CommentID != 1 || r.Text != "answer_id in another thread" {
+		t.Errorf("comment 13, whose answer_id was in another thread: %+v, want it answering 1", r)
+	}
+	list := c.comments(other, 11, "new", 10)
+	if len(list) != 1 || list[0].ID != 11 || list[0].Text != "caf\uFFFD ok" || len(list[0].Replies) != 1 || list[0].Replies[0].Text != "nice & \ntrue" {
+		t.Errorf("comments of post 11: %+v", list)
+	}
+	// Comment 17's status was none of the tutorial's: hidden.
+	if list := c.comments(other, 12, "new", 10); len(list) != 1 || list[0].ID != 16 || len([]rune(list[0].Text)) != feed.MaxCommentText {
+		t.Errorf("comments of post 12: %v", apiCommentIDs(list))
+	}
+	// The moderation list has the reported and the hidden ones.
+	body := s.adminCall("GET", "/admin/comments/reports", 200)
+	var mod apiPage[struct {
+		CommentID int64 `json:"comment_id"`
+		Hidden    bool  `json:"hidden"`
+	}]
+	if err := json.Unmarshal([]byte(body), &mod); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(mod.Data); got != "[{17 true} {5 true} {4 false}]" {
+		t.Errorf("the moderation list %s, want 17 and 5 hidden, 4 reported", got)
 	}
 }
 

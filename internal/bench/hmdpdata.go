@@ -23,6 +23,9 @@ type HMDPOptions struct {
 	Follows int // follows per user, on average
 	Posts   int // posts per user, on average
 	Likes   int // likes per post, on average (in Redis; none without it)
+	// Comments per post, on average: about half open a thread, the others
+	// reply in one.
+	Comments int
 	// Seed seeds the choices (0: a fixed seed: the same data every time).
 	Seed uint64
 	// Progress receives a line per table made (nil: none).
@@ -35,6 +38,8 @@ type HMDPData struct {
 	Posts   int64 `json:"posts"`
 	Follows int64 `json:"follows"`
 	Likes   int64 `json:"likes"`
+	// Comments counts the replies too.
+	Comments int64 `json:"comments"`
 	// TopFollowers is the largest number of followers of one user.
 	TopFollowers int64 `json:"top_followers"`
 }
@@ -44,7 +49,8 @@ type HMDPData struct {
 // spread over the last 30 days, a follow graph whose followees are drawn
 // from a power law (Zipf, s = 1.1: a few users have a large share of the
 // followers, most have few, as in a social network), and, when rdb is
-// given, likes in blog:liked:{blogId} under prefix (the tutorial's key
+// given, comments in tb_blog_comments, and likes in blog:liked:{blogId}
+// under prefix (the tutorial's key
 // with the import's --redis-key-prefix). Follows are written in rounds
 // over blocks of users, so tb_follow's id order mixes followers as time
 // would. Rows go in with multi-row INSERTs on four connections.
@@ -161,6 +167,39 @@ func MakeHMDP(ctx context.Context, db *sql.DB, rdb goredis.UniversalClient, pref
 	follows = nil
 	d.Follows = nf
 	say(o.Progress, "tb_follow: %d follows, the most followed user has %d followers", nf, d.TopFollowers)
+
+	// Comments: after each post, a minute apart, by random users; the
+	// first opens a thread, each after it opens one or (as often) replies
+	// in one of the post's threads, to its top-level comment or a reply.
+	type comment struct{ user, blog, parent, answer, at int64 }
+	var comments []comment
+	crng := rand.New(rand.NewPCG(seed, 4))
+	for id := int64(1); id <= posts && o.Comments > 0; id++ {
+		at := start.Add(span/4 + time.Duration(id)*span*3/4/time.Duration(posts))
+		var threads [][]int64 // each thread's ids, its top-level comment first
+		for j := range crng.IntN(2*o.Comments + 1) {
+			c := comment{user: 1 + crng.Int64N(n), blog: id, at: at.Add(time.Duration(j+1) * time.Minute).Unix()}
+			cid := int64(len(comments)) + 1
+			if t := crng.IntN(2 * max(len(threads), 1)); t < len(threads) {
+				c.parent, c.answer = threads[t][0], threads[t][crng.IntN(len(threads[t]))]
+				threads[t] = append(threads[t], cid)
+			} else {
+				threads = append(threads, []int64{cid})
+			}
+			comments = append(comments, c)
+		}
+	}
+	nc := int64(len(comments))
+	if err := insertRows(ctx, db, "tb_blog_comments (id, user_id, blog_id, parent_id, answer_id, content, liked, status, create_time, update_time)", nc, func(i int64, b *strings.Builder) {
+		c := comments[i-1]
+		t := stamp(time.Unix(c.at, 0))
+		fmt.Fprintf(b, "(%d,%d,%d,%d,%d,'Comment %d on note %d. Agreed!',%d,0,%s,%s)", i, c.user, c.blog, c.parent, c.answer, i, c.blog, i%7, t, t)
+	}); err != nil {
+		return d, err
+	}
+	comments = nil
+	d.Comments = nc
+	say(o.Progress, "tb_blog_comments: %d comments", nc)
 
 	// Likes, in Redis: blog:liked:{id}, member the user, score the time.
 	if rdb == nil || o.Likes <= 0 {

@@ -108,14 +108,14 @@ func Import(ctx context.Context, env *Env, o ImportOptions) (*ImportResult, erro
 // Text is the result as feedd bench import prints it.
 func (r *ImportResult) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "import of a synthetic hmdp into %s: %d users, %d posts, %d follows (power law, top user %d followers), %d likes; made in %.0f s\n",
-		r.Backend, r.Data.Users, r.Data.Posts, r.Data.Follows, r.Data.TopFollowers, r.Data.Likes, r.MakeSeconds)
+	fmt.Fprintf(&b, "import of a synthetic hmdp into %s: %d users, %d posts, %d follows (power law, top user %d followers), %d likes, %d comments; made in %.0f s\n",
+		r.Backend, r.Data.Users, r.Data.Posts, r.Data.Follows, r.Data.TopFollowers, r.Data.Likes, r.Data.Comments, r.MakeSeconds)
 	for _, p := range r.Phases {
 		unit := "rows"
 		if p.Name == hmdp.PhaseInboxes {
 			unit = "users"
 		}
-		fmt.Fprintf(&b, "  %-11s %10d %-5s %8.1f s %10.0f %s/s   (CPU %6.1f s: %8.0f %s per CPU second)\n",
+		fmt.Fprintf(&b, "  %-16s %10d %-5s %8.1f s %10.0f %s/s   (CPU %6.1f s: %8.0f %s per CPU second)\n",
 			p.Name, p.Rows, unit, p.Seconds, p.RowsPerSec, unit, p.CPUSeconds, p.RowsPerCPUSec, unit)
 	}
 	fmt.Fprintf(&b, "  whole import %.1f s, %d rows skipped\n", r.Seconds, r.Skipped)
