@@ -366,7 +366,7 @@ func (s *Service) commentViews(ctx context.Context, viewerID int64, post *Post, 
 			switch {
 			case r.Muted:
 				v.Collapsed = CollapsedMutedUser
-			case words != nil && words.match(foldString(c.Text)):
+			case words != nil && words.match(c.Text):
 				v.Collapsed = CollapsedMutedWord
 			}
 		}

@@ -8,11 +8,13 @@ import (
 )
 
 // A reader's muted words are matched against every post of a page all at
-// once: each text is folded once (foldString), then read once for the
-// words of spaced scripts and, if the reader has any others, once more by
-// an Aho-Corasick automaton over their bytes, so the cost of a page grows
-// with the length of its texts, not with the number or the shape of the
-// words. The rule it applies is MatchesMutedWord's.
+// once: each text is read once for the words of spaced scripts (a run of
+// ASCII word runes is lowered only when it may be one of them, any other
+// run folded as it is read) and, if the reader has any others, folded
+// (foldString) and read once more by an Aho-Corasick automaton over their
+// bytes, so the cost of a page grows with the length of its texts, not
+// with the number or the shape of the words. The rule it applies is
+// MatchesMutedWord's.
 
 // wordMatcher finds whether a folded text holds any of a set of muted
 // words under the muted-word rule.
@@ -29,11 +31,21 @@ type wordMatcher struct {
 	anywhere trie            // words of unspaced scripts, with failure links
 }
 
-// runKey is a 12-bit hash of a run's first and last bytes and its length
-// (Fibonacci hashing). A run whose bit is clear in the sketch is not a
-// muted word: most runs of a text are ruled out without being hashed.
-func runKey(run string) uint32 {
-	return (uint32(run[0]) | uint32(run[len(run)-1])<<8 | uint32(len(run))<<16) * 0x9E3779B9 >> 20
+// runKey is a 12-bit hash of a folded run's first and last bytes and its
+// length (Fibonacci hashing). A run whose bit is clear in the sketch is not
+// a muted word: most runs of a text are ruled out without being hashed.
+func runKey(run string) uint32 { return keyOf(run[0], run[len(run)-1], len(run)) }
+
+func keyOf(first, last byte, n int) uint32 {
+	return (uint32(first) | uint32(last)<<8 | uint32(n)<<16) * 0x9E3779B9 >> 20
+}
+
+// lowerASCII is the folded form of an ASCII byte (foldRune).
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }
 
 // newWordMatcher builds the matcher of words (NormalizeWord results).
@@ -56,9 +68,9 @@ func newWordMatcher(words []string) *wordMatcher {
 	return m
 }
 
-// match reports whether the folded text holds one of the words: a word of
-// a spaced script where neither neighbour continues a word, any other
-// anywhere (MatchesMutedWord).
+// match reports whether text holds one of the words, folded as words are:
+// a word of a spaced script where neither neighbour continues a word, any
+// other anywhere (MatchesMutedWord).
 func (m *wordMatcher) match(text string) bool {
 	found, _ := m.scan(text)
 	return found
@@ -67,37 +79,53 @@ func (m *wordMatcher) match(text string) bool {
 // scan is match, and the number of steps it took: a rune classified, a
 // byte of a run hashed for its lookup, a byte read by the automaton, a
 // failure link followed. Each kind is at most one per byte of text,
-// whatever the words.
+// whatever the words. (Folding, not counted, is one more pass at most over
+// the runs of spaced scripts that are not ASCII, and over the text when
+// there are words of unspaced scripts.)
 func (m *wordMatcher) scan(text string) (found bool, steps int) {
 	if len(m.whole) > 0 {
-		start := 0 // where the run of word runes being read began
+		var lower []byte        // an ASCII run in its folded form, for its lookup
+		start, ascii := 0, true // where the run of word runes being read began; whether it is all ASCII
 		for i := 0; i <= len(text); {
 			in, size := false, 1
 			if i < len(text) {
 				steps++
 				if b := text[i]; b < utf8.RuneSelf {
 					in = asciiInWord[b] // wordRuneAt, inline for most bytes
-				} else {
-					in, size = wordRuneAt(text, i)
+				} else if in, size = wordRuneAt(text, i); in {
+					ascii = false
 				}
 			}
 			if !in {
 				if start < i {
 					run := text[start:i]
-					if k := runKey(run); m.sketch[k/64]&(1<<(k%64)) != 0 {
+					if ascii {
+						// Folding an ASCII run keeps its length: its key
+						// is known before it is folded.
+						if k := keyOf(lowerASCII(run[0]), lowerASCII(run[len(run)-1]), len(run)); m.sketch[k/64]&(1<<(k%64)) != 0 {
+							steps += len(run)
+							lower = lower[:0]
+							for j := range len(run) {
+								lower = append(lower, lowerASCII(run[j]))
+							}
+							if m.whole[string(lower)] {
+								return true, steps
+							}
+						}
+					} else if run = foldString(run); m.sketch[runKey(run)/64]&(1<<(runKey(run)%64)) != 0 {
 						steps += len(run)
 						if m.whole[run] {
 							return true, steps
 						}
 					}
 				}
-				start = i + size
+				start, ascii = i+size, true
 			}
 			i += size
 		}
 	}
 	if m.anywhere.words > 0 {
-		ok, read := m.anywhere.contains(text)
+		ok, read := m.anywhere.contains(foldString(text))
 		return ok, steps + read
 	}
 	return false, steps
@@ -260,7 +288,7 @@ func (t *trie) contains(text string) (bool, int) {
 
 // mutes reports whether the post v is hidden by one of the matcher's words.
 func (m *wordMatcher) mutes(v *PostView) bool {
-	return (len(m.whole) > 0 || m.anywhere.words > 0) && (m.match(foldString(v.Title)) || m.match(foldString(v.Content)))
+	return (len(m.whole) > 0 || m.anywhere.words > 0) && (m.match(v.Title) || m.match(v.Content))
 }
 
 // foldTable maps every rune of the Basic Multilingual Plane to its folded

@@ -57,8 +57,11 @@ func TestWordMatcher(t *testing.T) {
 			want = want || MatchesMutedWord(text, w)
 		}
 		m := newWordMatcher(words)
-		if got := m.match(foldString(text)); got != want {
+		if got := m.match(text); got != want {
 			t.Fatalf("words %q in %q: matcher %v, rule %v", words, text, got, want)
+		}
+		if got := m.match(foldString(text)); got != want {
+			t.Fatalf("words %q in %q folded: matcher %v, rule %v", words, text, got, want)
 		}
 		if want {
 			matches++
