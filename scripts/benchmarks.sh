@@ -102,6 +102,7 @@ step_writes() {
 }
 step_micro() {
 	run go test -run '^$' -bench . -count 5 ./sqlite ./redis ./feedtest ./http ./inmem ./rank .
+	run go test -run '^$' -bench MutedWordsPage -benchtime 300x -count 5 ./cmd/feedd
 }
 step_comments() {
 	run "$FEEDD" bench comments --runs 3 --json
