@@ -40,6 +40,9 @@ func keyOf(first, last byte, n int) uint32 {
 	return (uint32(first) | uint32(last)<<8 | uint32(n)<<16) * 0x9E3779B9 >> 20
 }
 
+// inSketch reports whether a word of the matcher may have key k.
+func (m *wordMatcher) inSketch(k uint32) bool { return m.sketch[k/64]&(1<<(k%64)) != 0 }
+
 // lowerASCII is the folded form of an ASCII byte (foldRune).
 func lowerASCII(b byte) byte {
 	if 'A' <= b && b <= 'Z' {
@@ -102,7 +105,7 @@ func (m *wordMatcher) scan(text string) (found bool, steps int) {
 					if ascii {
 						// Folding an ASCII run keeps its length: its key
 						// is known before it is folded.
-						if k := keyOf(lowerASCII(run[0]), lowerASCII(run[len(run)-1]), len(run)); m.sketch[k/64]&(1<<(k%64)) != 0 {
+						if m.inSketch(keyOf(lowerASCII(run[0]), lowerASCII(run[len(run)-1]), len(run))) {
 							steps += len(run)
 							lower = lower[:0]
 							for j := range len(run) {
@@ -112,7 +115,7 @@ func (m *wordMatcher) scan(text string) (found bool, steps int) {
 								return true, steps
 							}
 						}
-					} else if run = foldString(run); m.sketch[runKey(run)/64]&(1<<(runKey(run)%64)) != 0 {
+					} else if run = foldString(run); m.inSketch(runKey(run)) {
 						steps += len(run)
 						if m.whole[run] {
 							return true, steps
