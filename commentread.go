@@ -2,28 +2,30 @@ package feed
 
 import (
 	"context"
+	"maps"
 	"slices"
 )
 
 // Reading comments: the pages of a post's top-level comments (top and new
 // orders), a thread's replies, and the views a viewer is shown.
 
-// Why a comment is collapsed for its viewer (CommentView.Collapsed).
-const (
-	CollapsedMutedUser = "muted_user" // the viewer mutes its author
-	CollapsedMutedWord = "muted_word" // it holds one of the viewer's muted words
-)
-
 // CommentView is a comment as one viewer is shown it.
 type CommentView struct {
 	*Comment
-	Author  *User // nil for a deleted placeholder, or an author gone
-	ReplyTo *User // a reply: the answered comment's author (nil when gone)
-	IsLike  bool
+	Author *User // nil for a deleted placeholder, or an author gone
+	// ReplyTo is a reply's answered comment's author, as See shows it to
+	// the viewer: nil when that comment is gone, a placeholder, or Unseen
+	// (a block, moderation, the post author's hiding).
+	ReplyTo *User
+	// ReplyToCollapsed is why ReplyTo is folded (its author is muted, or
+	// in a block with the post's author viewing), or "".
+	ReplyToCollapsed string
+	IsLike           bool
 	// Hidden: the post's author hid it, and the viewer is the post's author
 	// (to everyone else but its own author it is not shown).
 	Hidden bool
-	// Collapsed is why the comment is collapsed for the viewer, or "".
+	// Collapsed is why the comment is collapsed for the viewer (a
+	// Collapsed... constant), or "".
 	Collapsed string
 	// FirstReplies are the thread's first replies (a page of top-level
 	// comments only), those the viewer is shown.
@@ -37,13 +39,14 @@ type CommentPage struct {
 	Next *CommentCursor
 }
 
-// commentPost returns post postID for viewerID (shownPost: ENOTFOUND when
-// it does not exist for the viewer) and requires comments to be enabled.
-func (s *Service) commentPost(ctx context.Context, viewerID, postID int64) (*Post, error) {
+// commentPost returns post postID and what See needs of it for viewerID
+// (postScene: ENOTFOUND when the viewer is not shown it), and requires
+// comments to be enabled.
+func (s *Service) commentPost(ctx context.Context, viewerID, postID int64) (Scene, error) {
 	if s.Comments == nil {
-		return nil, Errorf(ENOTFOUND, "comments are not enabled")
+		return Scene{}, Errorf(ENOTFOUND, "comments are not enabled")
 	}
-	return s.shownPost(ctx, viewerID, postID)
+	return s.postScene(ctx, viewerID, postID)
 }
 
 // PostComments returns a page of post postID's top-level comments for
@@ -94,12 +97,12 @@ func (s *Service) PostComments(ctx context.Context, viewerID, postID int64, orde
 }
 
 // topComments is PostComments in the top order (see CommentCursor).
-func (s *Service) topComments(ctx context.Context, viewerID int64, post *Post, after *CommentCursor, limit int) (*CommentPage, error) {
+func (s *Service) topComments(ctx context.Context, viewerID int64, post Scene, after *CommentCursor, limit int) (*CommentPage, error) {
 	var c CommentCursor
 	if after != nil {
 		c = *after
 	} else {
-		ids, err := s.Comments.TopComments(ctx, post.ID, TopCommentsKept+1)
+		ids, err := s.Comments.TopComments(ctx, post.Post.ID, TopCommentsKept+1)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +124,7 @@ func (s *Service) topComments(ctx context.Context, viewerID int64, post *Post, a
 				return nil, err
 			}
 			for _, id := range ids {
-				if x := byID[id]; x != nil && x.PostID == post.ID && x.ParentID == 0 {
+				if x := byID[id]; x != nil && x.PostID == post.Post.ID && x.ParentID == 0 {
 					cs = append(cs, x)
 				}
 			}
@@ -131,7 +134,7 @@ func (s *Service) topComments(ctx context.Context, viewerID int64, post *Post, a
 			}
 		} else {
 			var err error
-			if cs, more, err = s.topTail(ctx, post.ID, &c, want); err != nil {
+			if cs, more, err = s.topTail(ctx, post.Post.ID, &c, want); err != nil {
 				return nil, err
 			}
 		}
@@ -182,10 +185,11 @@ func (s *Service) CommentReplies(ctx context.Context, viewerID, id int64, after 
 	if after != nil && (after.Order != orderReplies || after.Thread != id) {
 		return nil, Errorf(EINVALID, "cursor is not one this server returned for this list")
 	}
-	top, post, err := s.shownComment(ctx, viewerID, id)
+	sc, err := s.shownComment(ctx, viewerID, id)
 	if err != nil {
 		return nil, err
 	}
+	top := sc.Comment
 	if top.ParentID != 0 {
 		return nil, Errorf(EINVALID, "comment %d is a reply: its thread is comment %d", id, top.ParentID)
 	}
@@ -202,53 +206,65 @@ func (s *Service) CommentReplies(ctx context.Context, viewerID, id int64, after 
 		cs = cs[:limit]
 		page.Next = &CommentCursor{Order: orderReplies, Thread: id, Key: cs[limit-1].Key()}
 	}
-	page.List, err = s.commentViews(ctx, viewerID, post, cs, nil)
+	page.List, err = s.commentViews(ctx, viewerID, sc, cs, nil, top)
 	return page, err
 }
 
-// shownComment returns comment id and its post as viewerID may see them:
-// ENOTFOUND when either does not exist for the viewer (the post as
-// shownPost decides, the comment as commentViews does; a reply also needs
-// its thread's top-level comment shown).
-func (s *Service) shownComment(ctx context.Context, viewerID, id int64) (*Comment, *Post, error) {
+// commentScene reads comment id, its post and its thread's top-level
+// comment, and what See needs of them for v, and asks See. ENOTFOUND when
+// the comment or its post does not exist.
+func (s *Service) commentScene(ctx context.Context, v Viewer, id int64) (Scene, Verdict, error) {
 	if s.Comments == nil {
-		return nil, nil, Errorf(ENOTFOUND, "comments are not enabled")
+		return Scene{}, Verdict{}, Errorf(ENOTFOUND, "comments are not enabled")
 	}
 	if err := validID("id", id); err != nil {
-		return nil, nil, err
+		return Scene{}, Verdict{}, err
 	}
 	c, err := s.Comments.Comment(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return Scene{}, Verdict{}, err
 	}
-	post, err := s.shownPost(ctx, viewerID, c.PostID)
+	p, err := s.Posts.Post(ctx, c.PostID)
 	if ErrorCode(err) == ENOTFOUND {
-		return nil, nil, ErrNotFound("comment")
+		return Scene{}, Verdict{}, ErrNotFound("comment")
 	} else if err != nil {
-		return nil, nil, err
+		return Scene{}, Verdict{}, err
 	}
-	check := []*Comment{c}
+	users := []int64{p.UserID, c.UserID}
+	var thread *Comment
 	if c.ParentID != 0 {
-		top, err := s.Comments.Comment(ctx, c.ParentID)
-		if ErrorCode(err) == ENOTFOUND {
-			return nil, nil, ErrNotFound("comment")
+		if thread, err = s.Comments.Comment(ctx, c.ParentID); ErrorCode(err) == ENOTFOUND {
+			return Scene{}, Verdict{}, ErrNotFound("comment")
 		} else if err != nil {
-			return nil, nil, err
+			return Scene{}, Verdict{}, err
 		}
-		check = append(check, top)
+		users = append(users, thread.UserID)
 	}
-	vs, err := s.commentViews(ctx, viewerID, post, check, nil)
+	scenes, err := s.postScenes(ctx, v.ID, []*Post{p})
 	if err != nil {
-		return nil, nil, err
-	} else if len(vs) != len(check) {
-		return nil, nil, ErrNotFound("comment")
+		return Scene{}, Verdict{}, err
 	}
-	return c, post, nil
+	sc := scenes[0]
+	if sc.Rel, err = s.relations(ctx, v.ID, users); err != nil {
+		return Scene{}, Verdict{}, err
+	}
+	sc.Comment, sc.Thread = c, thread
+	return sc, See(v, sc), nil
+}
+
+// shownComment is commentScene for viewerID, ENOTFOUND when See leaves the
+// comment Unseen.
+func (s *Service) shownComment(ctx context.Context, viewerID, id int64) (Scene, error) {
+	sc, vd, err := s.commentScene(ctx, Viewer{ID: viewerID}, id)
+	if err == nil && vd.Sight == Unseen {
+		err = ErrNotFound("comment")
+	}
+	return sc, err
 }
 
 // topLevelViews is commentViews of top-level comments with their threads'
 // first replies.
-func (s *Service) topLevelViews(ctx context.Context, viewerID int64, post *Post, cs []*Comment) ([]CommentView, error) {
+func (s *Service) topLevelViews(ctx context.Context, viewerID int64, post Scene, cs []*Comment) ([]CommentView, error) {
 	if len(cs) == 0 {
 		return []CommentView{}, nil
 	}
@@ -268,21 +284,16 @@ func (s *Service) topLevelViews(ctx context.Context, viewerID int64, post *Post,
 	return s.commentViews(ctx, viewerID, post, cs, replies)
 }
 
-// commentViews turns comments of post into the views viewerID is shown,
-// in order, with the first replies of each thread in replies: a constant
-// number of store calls (the answered comments missing, the viewer's
-// relations to the authors, the authors, the viewer's likes and muted
-// words). A comment is left out (with its replies) when:
-//
-//   - its author blocks the viewer, or the viewer blocks its author;
-//   - it is hidden by moderation (shown to its author only);
-//   - the post's author hid it (shown to its author, and to the post's
-//     author marked Hidden).
-//
-// A deleted placeholder is shown without author or text. A comment of a
-// user the viewer mutes, or holding one of the viewer's muted words, is
-// collapsed (Collapsed), never one of the viewer's own.
-func (s *Service) commentViews(ctx context.Context, viewerID int64, post *Post, cs []*Comment, replies map[int64][]*Comment) ([]CommentView, error) {
+// commentViews turns comments of a post (post: its scene, postScene's)
+// into the views viewerID is shown, in order, with the first replies of
+// each thread in replies, as See decides: a comment See leaves Unseen is
+// left out (with its replies: they go with their thread), a Folded one is
+// collapsed, a placeholder has no author and no text. known are comments
+// already read that they may name (a thread, an answered comment). A
+// constant number of store calls: the threads and answered comments
+// missing, the users, the viewer's relations to them, likes and muted
+// words.
+func (s *Service) commentViews(ctx context.Context, viewerID int64, post Scene, cs []*Comment, replies map[int64][]*Comment, known ...*Comment) ([]CommentView, error) {
 	if len(cs) == 0 {
 		return []CommentView{}, nil
 	}
@@ -290,32 +301,34 @@ func (s *Service) commentViews(ctx context.Context, viewerID int64, post *Post, 
 	for _, c := range cs {
 		all = append(all, replies[c.ID]...)
 	}
-	have := make(map[int64]*Comment, len(all))
-	for _, c := range all {
+	have := make(map[int64]*Comment, len(all)+len(known))
+	for _, c := range slices.Concat(known, all) {
 		have[c.ID] = c
 	}
 	var missing []int64
 	for _, c := range all {
-		if c.AnswerID != 0 && have[c.AnswerID] == nil && !slices.Contains(missing, c.AnswerID) {
-			missing = append(missing, c.AnswerID)
+		for _, id := range []int64{c.AnswerID, c.ParentID} {
+			if id != 0 && have[id] == nil && !slices.Contains(missing, id) {
+				missing = append(missing, id)
+			}
 		}
 	}
-	answered := map[int64]*Comment{}
 	if len(missing) > 0 {
-		var err error
-		if answered, err = s.Comments.Comments(ctx, missing); err != nil {
+		got, err := s.Comments.Comments(ctx, missing)
+		if err != nil {
 			return nil, err
 		}
+		maps.Copy(have, got)
 	}
-	for id, c := range have {
-		answered[id] = c
-	}
-	var userIDs, ids []int64
+	userIDs := []int64{post.Post.UserID}
+	ids := make([]int64, 0, len(all))
 	for _, c := range all {
 		ids = append(ids, c.ID)
 		userIDs = append(userIDs, c.UserID)
-		if a := answered[c.AnswerID]; a != nil {
-			userIDs = append(userIDs, a.UserID)
+		for _, id := range []int64{c.AnswerID, c.ParentID} {
+			if x := have[id]; x != nil {
+				userIDs = append(userIDs, x.UserID)
+			}
 		}
 	}
 	slices.Sort(userIDs)
@@ -324,13 +337,13 @@ func (s *Service) commentViews(ctx context.Context, viewerID int64, post *Post, 
 	if err != nil {
 		return nil, err
 	}
-	rel := map[int64]Relation{}
+	rel, err := s.relations(ctx, viewerID, userIDs)
+	if err != nil {
+		return nil, err
+	}
 	liked := map[int64]bool{}
 	var words *wordMatcher
 	if viewerID > 0 {
-		if rel, err = s.Social.Relations(ctx, viewerID, userIDs); err != nil {
-			return nil, err
-		}
 		if liked, err = s.Comments.CommentLikedBy(ctx, viewerID, ids); err != nil {
 			return nil, err
 		}
@@ -340,34 +353,31 @@ func (s *Service) commentViews(ctx context.Context, viewerID int64, post *Post, 
 		}
 		words = newWordMatcher(ws)
 	}
+	viewer := Viewer{ID: viewerID}
+	see := func(c *Comment, text bool) Verdict {
+		sc := post
+		sc.Rel, sc.Comment = rel, c
+		if c.ParentID != 0 {
+			sc.Thread = have[c.ParentID]
+		}
+		sc.MutedWord = text && words != nil && words.match(c.Text)
+		return See(viewer, sc)
+	}
 	view := func(c *Comment) (CommentView, bool) {
-		v := CommentView{Comment: c, IsLike: liked[c.ID]}
-		own := c.UserID == viewerID && viewerID > 0
-		if c.Deleted {
-			return v, true
+		vd := see(c, true)
+		if vd.Sight == Unseen {
+			return CommentView{}, false
 		}
-		r := rel[c.UserID]
-		switch {
-		case !own && (r.BlocksViewer || r.Blocked):
-			return v, false
-		case c.Status == CommentHidden && !own:
-			return v, false
-		case c.AuthorHidden && !own:
-			if viewerID != post.UserID {
-				return v, false
-			}
-			v.Hidden = true
+		v := CommentView{Comment: c, IsLike: liked[c.ID], Hidden: vd.Marked, Collapsed: vd.Collapsed}
+		if vd.Author != Unseen {
+			v.Author = users[c.UserID]
 		}
-		v.Author = users[c.UserID]
-		if a := answered[c.AnswerID]; a != nil && !a.Deleted {
-			v.ReplyTo = users[a.UserID]
-		}
-		if !own {
-			switch {
-			case r.Muted:
-				v.Collapsed = CollapsedMutedUser
-			case words != nil && words.match(c.Text):
-				v.Collapsed = CollapsedMutedWord
+		if a := have[c.AnswerID]; a != nil {
+			if av := see(a, false); av.Author != Unseen {
+				v.ReplyTo = users[a.UserID]
+				if av.Author == Folded {
+					v.ReplyToCollapsed = av.Collapsed
+				}
 			}
 		}
 		return v, true

@@ -11,9 +11,11 @@ import (
 // reports and moderation, and posts' comment policies.
 
 // AddComment adds userID's comment on post postID (a reply when
-// in.ReplyTo is set) and returns it as its author sees it. ENOTFOUND for a
-// post (or answered comment) the user is not shown; EFORBIDDEN when the
-// post's comment policy refuses the user; EINVALID for bad text.
+// in.ReplyTo is set) and returns it as its author sees it, as See decides:
+// ENOTFOUND for a post (or answered comment) the user is not shown;
+// EFORBIDDEN when the post's comment policy refuses the user, or the user
+// blocks the post's author (or is in a block with the answered comment's);
+// EINVALID for bad text.
 func (s *Service) AddComment(ctx context.Context, userID, postID int64, in CommentInput) (*CommentView, error) {
 	if err := validID("id", postID); err != nil {
 		return nil, err
@@ -25,13 +27,29 @@ func (s *Service) AddComment(ctx context.Context, userID, postID int64, in Comme
 	if err != nil {
 		return nil, err
 	}
+	if author := post.Post.UserID; post.Post.CommentPolicy == CommentsFollowing && author != userID {
+		if post.FollowedByAuthor, err = s.Follows.IsFollowing(ctx, author, userID); err != nil {
+			return nil, err
+		}
+	}
+	if vd := See(Viewer{ID: userID}, post); !vd.Respond {
+		return nil, vd.Refusal
+	}
+	var known []*Comment
 	if in.ReplyTo != 0 {
-		answered, _, err := s.shownComment(ctx, userID, in.ReplyTo)
+		sc, vd, err := s.commentScene(ctx, Viewer{ID: userID}, in.ReplyTo)
 		if err != nil {
 			return nil, err
 		}
-		if answered.PostID != postID {
+		if !vd.Respond {
+			return nil, vd.Refusal
+		}
+		if sc.Comment.PostID != postID {
 			return nil, Errorf(EINVALID, "reply_to must be a comment of this post")
+		}
+		known = append(known, sc.Comment)
+		if sc.Thread != nil {
+			known = append(known, sc.Thread)
 		}
 	}
 	now := s.now().Truncate(1e6)
@@ -39,7 +57,7 @@ func (s *Service) AddComment(ctx context.Context, userID, postID int64, in Comme
 	if err := s.Comments.CreateComment(ctx, c); err != nil {
 		return nil, err
 	}
-	vs, err := s.commentViews(ctx, userID, post, []*Comment{c}, nil)
+	vs, err := s.commentViews(ctx, userID, post, []*Comment{c}, nil, known...)
 	if err != nil {
 		return nil, err
 	}
@@ -49,35 +67,53 @@ func (s *Service) AddComment(ctx context.Context, userID, postID int64, in Comme
 // CommentWithPost returns comment id as viewerID is shown it, with its
 // post. ENOTFOUND as shownComment.
 func (s *Service) CommentWithPost(ctx context.Context, viewerID, id int64) (*CommentView, *Post, error) {
-	c, post, err := s.shownComment(ctx, viewerID, id)
+	sc, err := s.shownComment(ctx, viewerID, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	vs, err := s.commentViews(ctx, viewerID, post, []*Comment{c}, nil)
+	var known []*Comment
+	if sc.Thread != nil {
+		known = append(known, sc.Thread)
+	}
+	vs, err := s.commentViews(ctx, viewerID, sc, []*Comment{sc.Comment}, nil, known...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &vs[0], post, nil
+	return &vs[0], sc.Post, nil
+}
+
+// refused is the error of an action See did not allow: ENOTFOUND when the
+// comment is Unseen or a placeholder, forbidden otherwise.
+func refused(sc Scene, vd Verdict, forbidden error) error {
+	if vd.Sight == Unseen || sc.Comment.Deleted {
+		return ErrNotFound("comment")
+	}
+	return forbidden
 }
 
 // DeleteComment deletes comment id for userID: its author, or the author
-// of its post. ENOTFOUND for a comment the user is not shown; EFORBIDDEN
-// for anyone else's.
+// of its post whatever blocks exist (See). ENOTFOUND for a comment the
+// user is not shown, or a placeholder; EFORBIDDEN for anyone else's.
 func (s *Service) DeleteComment(ctx context.Context, userID, id int64) error {
-	if _, _, err := s.shownComment(ctx, userID, id); err != nil {
+	sc, vd, err := s.commentScene(ctx, Viewer{ID: userID}, id)
+	if err != nil {
 		return err
 	}
-	_, err := s.Comments.DeleteComment(ctx, id, userID, false, s.now())
+	if !vd.Delete {
+		return refused(sc, vd, ErrNotCommentDeleter)
+	}
+	_, err = s.Comments.DeleteComment(ctx, id, userID, false, s.now())
 	return err
 }
 
 // AdminDeleteComment deletes comment id as an admin (the admin listener).
 func (s *Service) AdminDeleteComment(ctx context.Context, id int64) error {
-	if err := validID("id", id); err != nil {
+	sc, vd, err := s.commentScene(ctx, Viewer{Moderator: true}, id)
+	if err != nil {
 		return err
 	}
-	if s.Comments == nil {
-		return Errorf(ENOTFOUND, "comments are not enabled")
+	if !vd.Delete {
+		return refused(sc, vd, ErrNotCommentDeleter)
 	}
 	c, err := s.Comments.DeleteComment(ctx, id, 0, true, s.now())
 	if err == nil {
@@ -88,52 +124,55 @@ func (s *Service) AdminDeleteComment(ctx context.Context, id int64) error {
 
 // SetCommentLike makes userID like (or stop liking) comment id.
 // Idempotent. ENOTFOUND for a comment the user is not shown, or a deleted
-// placeholder.
+// placeholder; EFORBIDDEN when the user and its author are in a block.
 func (s *Service) SetCommentLike(ctx context.Context, userID, id int64, like bool) error {
-	c, _, err := s.shownComment(ctx, userID, id)
+	_, vd, err := s.commentScene(ctx, Viewer{ID: userID}, id)
 	if err != nil {
 		return err
 	}
-	if c.Deleted {
-		return ErrNotFound("comment")
+	if !vd.Respond {
+		return vd.Refusal
 	}
 	return s.Comments.SetCommentLike(ctx, id, userID, like, s.now())
 }
 
 // HideComment hides (or shows again) comment id on the post of userID,
-// who must be the post's author: it is then left out for everyone but its
-// own author, and shown to the post's author marked hidden. Idempotent.
+// who must be the post's author (whatever blocks exist: See): it is then
+// left out for everyone but its own author, and shown to the post's author
+// marked hidden. Idempotent.
 func (s *Service) HideComment(ctx context.Context, userID, id int64, hide bool) error {
-	if _, _, err := s.shownComment(ctx, userID, id); err != nil {
+	sc, vd, err := s.commentScene(ctx, Viewer{ID: userID}, id)
+	if err != nil {
 		return err
+	}
+	if !vd.Hide {
+		return refused(sc, vd, ErrNotPostAuthor)
 	}
 	return s.Comments.SetCommentAuthorHidden(ctx, id, userID, hide, s.now())
 }
 
 // ReportComment records userID's report of comment id under the rule of
 // post reports (Report): ReportThreshold counted reports hide it from
-// everyone but its author until an admin restores it. ENOTFOUND for a
-// comment the user is not shown; EINVALID for one's own comment or a bad
-// reason; ETOOMANY over ReportLimit (shared with reports of posts).
+// everyone but its author until an admin restores it. The post's author
+// may report every comment under the post (See). ENOTFOUND for a comment
+// the user is not shown; EINVALID for one's own comment or a bad reason;
+// ETOOMANY over ReportLimit (shared with reports of posts).
 func (s *Service) ReportComment(ctx context.Context, userID, id int64, reason string) error {
 	reason, err := validReason(reason)
 	if err != nil {
 		return err
 	}
-	c, _, err := s.shownComment(ctx, userID, id)
+	sc, vd, err := s.commentScene(ctx, Viewer{ID: userID}, id)
 	if err != nil {
 		return err
 	}
-	if c.Deleted {
-		return ErrNotFound("comment")
-	}
-	if c.UserID == userID {
-		return Errorf(EINVALID, "you cannot report your own comment")
+	if !vd.Report {
+		return refused(sc, vd, Errorf(EINVALID, "you cannot report your own comment"))
 	}
 	if err := s.hit(ctx, "report:user:"+strconv.FormatInt(userID, 10), s.ReportLimit, 1, "reports"); err != nil {
 		return err
 	}
-	hidden, err := s.Comments.ReportComment(ctx, id, userID, reason, s.now(), ReportRule{Threshold: s.reportThreshold(), MinAge: s.ReportMinAge})
+	hidden, err := s.Comments.ReportComment(ctx, id, userID, reason, s.now(), s.reportRule())
 	if err == nil && hidden {
 		s.log().Info("comment hidden", "comment_id", id, "by", "reports")
 	}
@@ -157,11 +196,12 @@ func validReason(reason string) (string, error) {
 // ModerateComment hides (hide) or restores comment id: an admin's action
 // (the admin listener).
 func (s *Service) ModerateComment(ctx context.Context, id int64, hide bool) error {
-	if err := validID("id", id); err != nil {
+	sc, vd, err := s.commentScene(ctx, Viewer{Moderator: true}, id)
+	if err != nil {
 		return err
 	}
-	if s.Comments == nil {
-		return Errorf(ENOTFOUND, "comments are not enabled")
+	if !vd.Hide {
+		return refused(sc, vd, ErrNotPostAuthor)
 	}
 	if err := s.Comments.SetCommentModerated(ctx, id, hide, s.now()); err != nil {
 		return err
@@ -201,8 +241,12 @@ func (s *Service) ReportedComments(ctx context.Context, before int64, limit int)
 // SetCommentPolicy sets who may comment on post id of userID and returns
 // the post as its author sees it. ENOTFOUND, EFORBIDDEN (another's post).
 func (s *Service) SetCommentPolicy(ctx context.Context, userID, id int64, p CommentPolicy) (*PostView, error) {
-	if _, err := s.commentPost(ctx, userID, id); err != nil {
+	post, err := s.commentPost(ctx, userID, id)
+	if err != nil {
 		return nil, err
+	}
+	if !See(Viewer{ID: userID}, post).Edit {
+		return nil, ErrNotPolicySetter
 	}
 	if err := s.Comments.SetCommentPolicy(ctx, id, userID, p, s.now()); err != nil {
 		return nil, err

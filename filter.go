@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -157,9 +158,12 @@ func unspacedRune(r rune) bool {
 // inWord reports whether r continues a word of a spaced script.
 func inWord(r rune) bool { return r != utf8.RuneError && wordRune(r) && !unspacedRune(r) }
 
-// filterViews drops from views the posts viewerID must not see: hidden by
-// moderation, or matching one of the viewer's muted words. The viewer's own
-// posts are never filtered. One store call.
+// filterViews drops from views the posts See does not show viewerID in
+// full: hidden by moderation, or matching one of the viewer's muted words
+// (a feed leaves out what is Folded). The viewer's own posts are never
+// filtered. The authors' other relations to the viewer are the feed's
+// membership (SocialStore.Visible, FeedViewer): a muted or blocked author
+// is not in it. One store call.
 func (s *Service) filterViews(ctx context.Context, viewerID int64, views []PostView) ([]PostView, error) {
 	if len(views) == 0 {
 		return views, nil
@@ -174,7 +178,8 @@ func (s *Service) filterViews(ctx context.Context, viewerID int64, views []PostV
 	}
 	m := newWordMatcher(words)
 	return slices.DeleteFunc(views, func(v PostView) bool {
-		return v.UserID != viewerID && (hidden[v.ID] || m.mutes(&v))
+		muted := v.UserID != viewerID && !hidden[v.ID] && m.mutes(&v) // the viewer's own are never matched
+		return See(Viewer{ID: viewerID}, Scene{Post: v.Post, PostHidden: hidden[v.ID], MutedWord: muted}).Sight != Shown
 	}), nil
 }
 
@@ -193,11 +198,9 @@ func (s *Service) SetMutedWord(ctx context.Context, userID int64, word string, m
 	return w, s.Filters.SetMutedWord(ctx, userID, w, mute, s.now())
 }
 
-func (s *Service) reportThreshold() int {
-	if s.ReportThreshold > 0 {
-		return s.ReportThreshold
-	}
-	return DefaultReportThreshold
+// reportRule is the rule of reports of posts and of comments alike.
+func (s *Service) reportRule() ReportRule {
+	return ReportRule{Threshold: cmp.Or(s.ReportThreshold, DefaultReportThreshold), MinAge: s.ReportMinAge}
 }
 
 // Report records userID's report of post id. When ReportThreshold
@@ -222,7 +225,7 @@ func (s *Service) Report(ctx context.Context, userID, id int64, reason string) e
 	if err := s.hit(ctx, "report:user:"+strconv.FormatInt(userID, 10), s.ReportLimit, 1, "reports"); err != nil {
 		return err
 	}
-	hidden, err := s.Filters.Report(ctx, id, userID, reason, s.now(), ReportRule{Threshold: s.reportThreshold(), MinAge: s.ReportMinAge})
+	hidden, err := s.Filters.Report(ctx, id, userID, reason, s.now(), s.reportRule())
 	if err != nil {
 		return err
 	}

@@ -212,8 +212,10 @@ type NotifyStore interface {
 	// no such group (or it is past the retention at now).
 	NotifyGroup(ctx context.Context, userID, groupID int64, now time.Time) (*NotifyGroup, error)
 	// UnreadNotifications counts userID's unread groups within the
-	// retention at now.
-	UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error)
+	// retention at now, and lists the post of each unread reply group
+	// among them (posts of other users, which the Service checks userID
+	// still sees).
+	UnreadNotifications(ctx context.Context, userID int64, now time.Time) (n int, replyPosts []int64, err error)
 	// MarkNotificationsRead moves userID's read marker to upTo (never
 	// back): every group whose LatestAt is not after it is read.
 	MarkNotificationsRead(ctx context.Context, userID int64, upTo time.Time) error
@@ -307,7 +309,8 @@ func (s *Service) Notifications(ctx context.Context, userID int64, after *Cursor
 }
 
 // NotificationGroup returns one of userID's groups hydrated; ENOTFOUND if
-// it is gone.
+// it is gone, or hydrateNotify leaves it out (userID may no longer see its
+// post).
 func (s *Service) NotificationGroup(ctx context.Context, userID, groupID int64) (*NotifyView, error) {
 	st, err := s.notifyStore()
 	if err != nil {
@@ -320,17 +323,34 @@ func (s *Service) NotificationGroup(ctx context.Context, userID, groupID int64) 
 	vs, err := s.hydrateNotify(ctx, userID, []NotifyGroup{*g})
 	if err != nil {
 		return nil, err
+	} else if len(vs) == 0 {
+		return nil, ErrNotFound("notification")
 	}
 	return &vs[0], nil
 }
 
-// UnreadNotifications counts userID's unread groups.
+// UnreadNotifications counts userID's unread groups that the list shows:
+// those of a reply on a post userID may no longer see (hydrateNotify) are
+// not counted.
 func (s *Service) UnreadNotifications(ctx context.Context, userID int64) (int, error) {
 	st, err := s.notifyStore()
 	if err != nil {
 		return 0, err
 	}
-	return st.UnreadNotifications(ctx, userID, s.now())
+	n, others, err := st.UnreadNotifications(ctx, userID, s.now())
+	if err != nil || len(others) == 0 {
+		return n, err
+	}
+	x, err := s.ReadSights(ctx, userID, others, nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range others {
+		if x.Post(id) == Unseen {
+			n--
+		}
+	}
+	return n, nil
 }
 
 // MarkNotificationsRead marks userID's groups read: all of them up to now
@@ -364,11 +384,14 @@ func (s *Service) DismissNotification(ctx context.Context, userID, groupID int64
 }
 
 // hydrateNotify adds the actors' users and the posts (hydrated as the
-// timeline's are) to groups, with one store call for all the actors and
-// Hydrate's for all the posts.
+// timeline's are) to groups, as See shows them to userID: a group whose
+// post is gone or Unseen (its author blocks userID, moderation hid it: a
+// reply group on another's post) is left out, and so are the actors See
+// does not show in full. A constant number of store calls: the answered
+// comments, the posts, their hiding, the relations to their authors and
+// the actors, the users, and Hydrate's.
 func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGroup) ([]NotifyView, error) {
-	out := make([]NotifyView, len(gs))
-	var actorIDs, postIDs, commentIDs []int64
+	var actorIDs, commentIDs []int64
 	for _, g := range gs {
 		actorIDs = append(actorIDs, g.ActorIDs...)
 		if g.CommentID != 0 {
@@ -382,6 +405,7 @@ func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGr
 			return nil, err
 		}
 	}
+	var postIDs []int64
 	for i := range gs {
 		if c := comments[gs[i].CommentID]; c != nil {
 			gs[i].PostID = c.PostID
@@ -390,38 +414,42 @@ func (s *Service) hydrateNotify(ctx context.Context, userID int64, gs []NotifyGr
 			postIDs = append(postIDs, gs[i].PostID)
 		}
 	}
+	x, err := s.ReadSights(ctx, userID, postIDs, actorIDs)
+	if err != nil {
+		return nil, err
+	}
 	users, err := s.Users.Users(ctx, actorIDs)
 	if err != nil {
 		return nil, err
 	}
-	posts := map[int64]*PostView{}
-	if len(postIDs) > 0 {
-		m, err := s.Posts.Posts(ctx, postIDs)
-		if err != nil {
-			return nil, err
+	var posts []*Post
+	for id, p := range x.Posts {
+		if x.Post(id) != Unseen {
+			posts = append(posts, p)
 		}
-		ps := make([]*Post, 0, len(m))
-		for _, p := range m {
-			ps = append(ps, p)
-		}
-		vs, err := s.Hydrate(ctx, userID, ps)
+	}
+	views := map[int64]*PostView{}
+	if len(posts) > 0 {
+		vs, err := s.Hydrate(ctx, userID, posts)
 		if err != nil {
 			return nil, err
 		}
 		for i := range vs {
-			posts[vs[i].ID] = &vs[i]
+			views[vs[i].ID] = &vs[i]
 		}
 	}
-	for i, g := range gs {
-		out[i].NotifyGroup = g
-		out[i].Actors = make([]*User, 0, len(g.ActorIDs))
+	out := make([]NotifyView, 0, len(gs))
+	for _, g := range gs {
+		if g.PostID != 0 && views[g.PostID] == nil {
+			continue // its post is gone, or userID may no longer see it
+		}
+		v := NotifyView{NotifyGroup: g, Post: views[g.PostID], Comment: comments[g.CommentID], Actors: make([]*User, 0, len(g.ActorIDs))}
 		for _, id := range g.ActorIDs {
-			if u := users[id]; u != nil {
-				out[i].Actors = append(out[i].Actors, u)
+			if u := users[id]; u != nil && x.User(id) == Shown {
+				v.Actors = append(v.Actors, u)
 			}
 		}
-		out[i].Post = posts[g.PostID]
-		out[i].Comment = comments[g.CommentID]
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -226,38 +225,23 @@ func (s *Service) Post(ctx context.Context, viewerID, id int64) (*PostView, erro
 	return &v[0], nil
 }
 
-// shown drops the posts viewerID (0: anonymous) must not be shown on any
-// route: those whose author blocks viewerID (to a blocked user they are as
-// if they did not exist) and those hidden by moderation, unless viewerID
-// is their author. At most two store calls. Every route that returns a
-// post outside a feed page goes through it; feed pages apply the same
-// rules in hydrateEntries (docs/API.md, "Blocks and hidden posts").
+// shown drops the posts See leaves Unseen for viewerID on every route:
+// those whose author blocks viewerID (to a blocked user they are as if
+// they did not exist) and those hidden by moderation, unless viewerID is
+// their author. Every route that returns a post outside a feed page goes
+// through it; feed pages ask See in filterViews (docs/API.md, "Who sees
+// what").
 func (s *Service) shown(ctx context.Context, viewerID int64, posts []*Post) ([]*Post, error) {
 	if len(posts) == 0 {
 		return posts, nil
 	}
-	ids := make([]int64, 0, len(posts))
-	authors := make([]int64, 0, len(posts))
-	for _, p := range posts {
-		ids = append(ids, p.ID)
-		authors = append(authors, p.UserID)
-	}
-	hidden, err := s.Filters.Hidden(ctx, ids)
+	scenes, err := s.postScenes(ctx, viewerID, posts)
 	if err != nil {
 		return nil, err
 	}
-	var blocked map[int64]bool
-	if viewerID > 0 {
-		if blocked, err = s.Social.BlockedBy(ctx, viewerID, authors); err != nil {
-			return nil, err
-		}
-	}
-	if len(hidden) == 0 && len(blocked) == 0 {
-		return posts, nil
-	}
 	out := make([]*Post, 0, len(posts))
-	for _, p := range posts {
-		if !blocked[p.UserID] && (!hidden[p.ID] || p.UserID == viewerID) {
+	for i, p := range posts {
+		if See(Viewer{ID: viewerID}, scenes[i]).Sight != Unseen {
 			out = append(out, p)
 		}
 	}
@@ -267,20 +251,8 @@ func (s *Service) shown(ctx context.Context, viewerID int64, posts []*Post) ([]*
 // shownPost returns post id as viewerID may see it: ENOTFOUND when there
 // is none, or when shown leaves it out.
 func (s *Service) shownPost(ctx context.Context, viewerID, id int64) (*Post, error) {
-	if err := validID("id", id); err != nil {
-		return nil, err
-	}
-	p, err := s.Posts.Post(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := s.shown(ctx, viewerID, []*Post{p})
-	if err != nil {
-		return nil, err
-	} else if len(ps) == 0 {
-		return nil, ErrNotFound("post")
-	}
-	return p, nil
+	sc, err := s.postScene(ctx, viewerID, id)
+	return sc.Post, err
 }
 
 // DeletePost deletes a post of userID. ENOTFOUND, EFORBIDDEN.
@@ -310,7 +282,8 @@ func (s *Service) SetLike(ctx context.Context, userID, id int64, like bool) erro
 
 // Likers returns the first LikersShown users who liked post id, earliest
 // first, as viewerID may see them: ENOTFOUND for a post viewerID is not
-// shown (shown), and likers who block viewerID are left out.
+// shown (shown), and the likers See leaves Unseen (a block either way) are
+// left out.
 func (s *Service) Likers(ctx context.Context, viewerID, id int64) ([]*User, error) {
 	if _, err := s.shownPost(ctx, viewerID, id); err != nil {
 		return nil, err
@@ -319,12 +292,8 @@ func (s *Service) Likers(ctx context.Context, viewerID, id int64) ([]*User, erro
 	if err != nil {
 		return nil, err
 	}
-	if viewerID > 0 && len(ids) > 0 {
-		blocking, err := s.Social.BlockedBy(ctx, viewerID, ids)
-		if err != nil {
-			return nil, err
-		}
-		ids = slices.DeleteFunc(ids, func(id int64) bool { return blocking[id] })
+	if ids, err = s.seenUsers(ctx, viewerID, ids); err != nil {
+		return nil, err
 	}
 	return s.usersInOrder(ctx, ids)
 }
@@ -371,9 +340,9 @@ func (s *Service) UserPosts(ctx context.Context, viewerID, authorID int64, after
 	if _, err := s.Users.User(ctx, authorID); err != nil {
 		return nil, err
 	}
-	if blocks, err := s.Social.BlockedBy(ctx, viewerID, []int64{authorID}); err != nil {
+	if rel, err := s.relations(ctx, viewerID, []int64{authorID}); err != nil {
 		return nil, err
-	} else if blocks[authorID] {
+	} else if See(Viewer{ID: viewerID}, Scene{Post: &Post{UserID: authorID}, Rel: rel}).Sight == Unseen {
 		return &Page{List: []PostView{}}, nil // as if the author had no posts
 	}
 	b := Top()

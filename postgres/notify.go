@@ -312,12 +312,17 @@ func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.T
 }
 
 // UnreadNotifications implements feed.NotifyStore: a range of
-// notify_groups_latest, at most the groups kept.
-func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error) {
+// notify_groups_latest, at most the groups kept, and the comment of each
+// reply group by its key.
+func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, []int64, error) {
 	var n int
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = $1 AND count > 0
-		AND latest_at > GREATEST($2::bigint - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = $1), 0))`, userID, db.notifyCutoff(now)).Scan(&n)
-	return n, err
+	var posts []int64
+	err := db.Pool.QueryRow(ctx, `SELECT count(*), coalesce(array_agg(c.post_id) FILTER (WHERE c.post_id IS NOT NULL), '{}') FROM notify_groups g
+		LEFT JOIN comments c ON g.kind = $3 AND c.id = g.target_id
+		WHERE g.user_id = $1 AND g.count > 0
+		AND g.latest_at > GREATEST($2::bigint - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = $1), 0))`,
+		userID, db.notifyCutoff(now), feed.NotifyReply).Scan(&n, &posts)
+	return n, posts, err
 }
 
 // MarkNotificationsRead implements feed.NotifyStore.

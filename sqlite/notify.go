@@ -308,12 +308,26 @@ func (db *DB) NotifyGroup(ctx context.Context, userID, groupID int64, now time.T
 }
 
 // UnreadNotifications implements feed.NotifyStore: a range of
-// notify_groups_latest, at most the groups kept.
-func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, error) {
+// notify_groups_latest, at most the groups kept, and the comment of each
+// reply group by its key.
+func (db *DB) UnreadNotifications(ctx context.Context, userID int64, now time.Time) (int, []int64, error) {
 	var n int
-	err := db.readRow(ctx, `SELECT count(*) FROM notify_groups WHERE user_id = ?1 AND count > 0
-		AND latest_at > max(?2 - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0))`, userID, db.notifyCutoff(now)).Scan(&n)
-	return n, err
+	var posts string
+	err := db.readRow(ctx, `SELECT count(*), coalesce(group_concat(c.post_id), '') FROM notify_groups g
+		LEFT JOIN comments c ON g.kind = ?3 AND c.id = g.target_id
+		WHERE g.user_id = ?1 AND g.count > 0
+		AND g.latest_at > max(?2 - 1, coalesce((SELECT read_at FROM notify_read WHERE user_id = ?1), 0))`,
+		userID, db.notifyCutoff(now), feed.NotifyReply).Scan(&n, &posts)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ids []int64
+	for p := range strings.SplitSeq(posts, ",") {
+		if id, err := strconv.ParseInt(p, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return n, ids, nil
 }
 
 // MarkNotificationsRead implements feed.NotifyStore.
