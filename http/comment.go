@@ -35,10 +35,12 @@ type V1Comment struct {
 }
 
 // V1ReplyTo names the comment a reply answers and its author (null when
-// gone).
+// gone or not shown to the caller).
 type V1ReplyTo struct {
 	CommentID int64   `json:"comment_id"`
 	User      *V1User `json:"user"`
+	// Collapsed is why a client should fold User: muted_user, blocked_user.
+	Collapsed string `json:"collapsed,omitempty"`
 }
 
 // NewV1Comment renders a comment view; withReplies adds its first replies.
@@ -49,7 +51,7 @@ func NewV1Comment(v feed.CommentView, withReplies bool) V1Comment {
 	}
 	if v.ParentID != 0 {
 		c.ParentID = &v.ParentID
-		c.ReplyTo = &V1ReplyTo{CommentID: v.AnswerID}
+		c.ReplyTo = &V1ReplyTo{CommentID: v.AnswerID, Collapsed: v.ReplyToCollapsed}
 		if v.ReplyTo != nil {
 			u := v1User(v.ReplyTo)
 			c.ReplyTo.User = &u

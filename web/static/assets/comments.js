@@ -171,7 +171,8 @@ export class PostPage {
     if (c.reply_to && c.reply_to.user && c.reply_to.comment_id !== c.parent_id) {
       const to = el.querySelector('.to');
       to.hidden = false;
-      to.textContent = '↪ ' + (c.reply_to.user.nick_name || 'user ' + c.reply_to.user.id);
+      to.textContent = '↪ ' + (c.reply_to.collapsed ? 'someone you ' + (c.reply_to.collapsed === 'muted_user' ? 'muted' : 'are in a block with')
+        : c.reply_to.user.nick_name || 'user ' + c.reply_to.user.id);
     }
     text.textContent = c.text;
     if (c.hidden) {
@@ -185,7 +186,8 @@ export class PostPage {
       show.type = 'button';
       show.className = 'link reveal';
       show.dataset.test = 'comment-reveal';
-      show.textContent = c.collapsed === 'muted_user' ? 'Comment from someone you muted: show' : 'Comment with a muted word: show';
+      show.textContent = { muted_user: 'Comment from someone you muted: show', blocked_user: 'Comment from someone you are in a block with: show' }[c.collapsed]
+        || 'Comment with a muted word: show';
       show.addEventListener('click', () => { show.remove(); text.hidden = false; });
       text.before(show);
     }
