@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func ParseCommentPolicy(s string) (CommentPolicy, error) {
 	return 0, Errorf(EINVALID, "comment_policy must be everyone, following or nobody")
 }
 
-// Refusals of the comment stores, one sentence each for every engine.
+// Refusals of comments, one sentence each (See, Service).
 var (
 	ErrCommentsOff       = Errorf(EFORBIDDEN, "the author has turned comments off on this post")
 	ErrCommentsFollowing = Errorf(EFORBIDDEN, "the author allows comments only from people they follow")
@@ -115,6 +116,79 @@ func (c *Comment) Thread() int64 {
 	return c.ParentID
 }
 
+// Deletion is what deleting c does, given its thread's top-level comment
+// (nil for a top-level comment, or when gone): a top-level comment with
+// replies stays as a placeholder, without text and likes, so that its
+// thread stays readable; any other comment goes, and takes its thread's
+// placeholder with it when it is the placeholder's last reply.
+func (c *Comment) Deletion(thread *Comment) (placeholder, threadGoes bool) {
+	if c.ParentID == 0 {
+		return c.Replies > 0, false
+	}
+	return false, thread != nil && thread.Deleted && thread.Replies <= 1
+}
+
+// CommentFacts is what a store reads, in the transaction that adds a
+// comment, for Plan to decide on: the state the comment commits on.
+type CommentFacts struct {
+	// Post is the post (nil: there is none): its ID, UserID and
+	// CommentPolicy.
+	Post *Post
+	// PostHidden: moderation hid the post.
+	PostHidden bool
+	// FollowedByAuthor: the post's author follows the commenter.
+	FollowedByAuthor bool
+	// Answered is the comment answered, when it is a comment of the post
+	// (nil: a top-level comment, or none such).
+	Answered *Comment
+	// Rel is the commenter's relations (blocks, either way) to the post's
+	// author and to Answered's author.
+	Rel map[int64]Relation
+}
+
+// CommentPlan is what a store writes for a new comment (Plan).
+type CommentPlan struct {
+	// ParentID is the thread the comment joins (0: it opens one).
+	ParentID int64
+	// TellReply is told of a reply to their comment (0: nobody), and
+	// TellComment of a comment on their post: the post's author, unless
+	// told of it as a reply.
+	TellReply, TellComment int64
+}
+
+// Plan decides, on what the store found, whether c (by c.UserID, a reply
+// when c.AnswerID is set) may be added, as See decides, and what the store
+// writes: ENOTFOUND "post not found" when there is no post or the
+// commenter is not shown it; EFORBIDDEN when the post refuses the comment
+// (its policy, a block); ENOTFOUND "comment not found" when the answered
+// comment is not one of the post's, or may not be answered.
+func (f CommentFacts) Plan(c *Comment) (CommentPlan, error) {
+	if f.Post == nil {
+		return CommentPlan{}, ErrNotFound("post")
+	}
+	v := Viewer{ID: c.UserID}
+	scene := Scene{Post: f.Post, PostHidden: f.PostHidden, FollowedByAuthor: f.FollowedByAuthor, Rel: f.Rel}
+	if vd := See(v, scene); !vd.Respond {
+		return CommentPlan{}, vd.Refusal
+	}
+	plan := CommentPlan{TellComment: f.Post.UserID}
+	if c.AnswerID != 0 {
+		if f.Answered == nil {
+			return CommentPlan{}, ErrNotFound("comment")
+		}
+		scene.Comment = f.Answered
+		if vd := See(v, scene); !vd.Respond {
+			return CommentPlan{}, vd.Refusal
+		}
+		plan.ParentID = cmp.Or(f.Answered.ParentID, f.Answered.ID)
+		plan.TellReply = f.Answered.UserID
+		if plan.TellReply == plan.TellComment {
+			plan.TellComment = 0 // the post's author hears of it as a reply
+		}
+	}
+	return plan, nil
+}
+
 // Key is the comment's place in the orders by time: its creation ms and id
 // (the feed's Entry, with the comment id in PostID).
 func (c *Comment) Key() Entry { return Entry{PostID: c.ID, Score: c.CreatedAt.UnixMilli()} }
@@ -136,14 +210,10 @@ type ReportedComment struct {
 type CommentStore interface {
 	// CreateComment stores c (setting c.ID, or keeping it when set: an
 	// import keeps the source's ids), in one transaction with the post's
-	// comment count, the thread's reply count and the notifications
-	// (comment to the post's author, reply to the answered comment's). For
-	// a reply, c.AnswerID names the comment answered and the store sets
-	// c.ParentID to its thread. ENOTFOUND "post not found" when the post
-	// does not exist or its author blocks c.UserID; ENOTFOUND "comment not
-	// found" when the answered comment is not a comment of the post, is a
-	// deleted placeholder, or its author blocks c.UserID; EFORBIDDEN when
-	// the post's comment policy refuses c.UserID.
+	// comment count, the thread's reply count and the notifications. For a
+	// reply, c.AnswerID names the comment answered. The store reads
+	// CommentFacts in the transaction and writes what their Plan says
+	// (c.ParentID, who is told), or returns its error.
 	CreateComment(ctx context.Context, c *Comment) error
 	// Comment returns one comment; ENOTFOUND if there is none.
 	Comment(ctx context.Context, id int64) (*Comment, error)
@@ -163,12 +233,12 @@ type CommentStore interface {
 	// FirstReplies returns the first n replies of each thread of
 	// threadIDs, oldest first, in one round trip.
 	FirstReplies(ctx context.Context, threadIDs []int64, n int) (map[int64][]*Comment, error)
-	// DeleteComment deletes comment id for userID, who must be its author
-	// or the post's author (any user when admin), and returns it as it
-	// was. A top-level comment with replies stays as a Deleted placeholder;
-	// a placeholder goes with its last reply. Counts and notifications move
-	// in the same transaction. ENOTFOUND, EFORBIDDEN.
-	DeleteComment(ctx context.Context, id, userID int64, admin bool, now time.Time) (*Comment, error)
+	// DeleteComment deletes comment id (the caller has asked See who may)
+	// and returns it as it was: as Comment.Deletion decides on the
+	// comment and its thread read in the transaction. Counts and
+	// notifications move in the same transaction. ENOTFOUND for no comment
+	// (or a placeholder) of a post that exists.
+	DeleteComment(ctx context.Context, id int64, now time.Time) (*Comment, error)
 	// SetCommentLike makes userID like (or stop liking) comment id, the
 	// comment's like count in step; idempotent. ENOTFOUND if there is no
 	// such comment (a placeholder included), or its author or the post's
@@ -177,13 +247,13 @@ type CommentStore interface {
 	// CommentLikedBy reports which of ids userID likes.
 	CommentLikedBy(ctx context.Context, userID int64, ids []int64) (map[int64]bool, error)
 	// SetCommentAuthorHidden hides (or shows again) comment id on its
-	// post; userID must be the post's author. ENOTFOUND, EFORBIDDEN.
-	SetCommentAuthorHidden(ctx context.Context, id, userID int64, hidden bool, now time.Time) error
+	// post (the caller has asked See who may). ENOTFOUND.
+	SetCommentAuthorHidden(ctx context.Context, id int64, hidden bool, now time.Time) error
 	// ReportComment records reporterID's report of comment id (one per
 	// reporter; again replaces the reason) and, in the same transaction,
-	// marks it reported and hides it once rule.Threshold reports count, as
-	// FilterStore.Report does for posts (the block rule with the comment's
-	// author). hidden says whether this report hid it. ENOTFOUND.
+	// marks it reported and hides it when rule.Hides the reports that
+	// count, as FilterStore.Report does for posts (the block rule with the
+	// comment's author). hidden says whether this report hid it. ENOTFOUND.
 	ReportComment(ctx context.Context, id, reporterID int64, reason string, now time.Time, rule ReportRule) (hidden bool, err error)
 	// SetCommentModerated hides comment id (status hidden) or restores it
 	// (status normal, its reports dismissed). Idempotent. ENOTFOUND.
@@ -191,9 +261,9 @@ type CommentStore interface {
 	// ReportedComments lists the comments whose status is not normal, by
 	// id descending, below before (0: from the newest), at most limit.
 	ReportedComments(ctx context.Context, before int64, limit int) ([]ReportedComment, error)
-	// SetCommentPolicy sets the comment policy of postID, whose author
-	// must be userID. ENOTFOUND, EFORBIDDEN.
-	SetCommentPolicy(ctx context.Context, postID, userID int64, p CommentPolicy, now time.Time) error
+	// SetCommentPolicy sets the comment policy of postID (the caller has
+	// asked See who may). ENOTFOUND.
+	SetCommentPolicy(ctx context.Context, postID int64, p CommentPolicy, now time.Time) error
 	// PurgeComments removes at most limit comments of a deleted post
 	// postID, with their likes, reports and reply notifications, in one
 	// transaction, and returns how many it removed (fewer than limit: none

@@ -11,7 +11,8 @@ import (
 // reports and moderation, and posts' comment policies.
 
 // AddComment adds userID's comment on post postID (a reply when
-// in.ReplyTo is set) and returns it as its author sees it, as See decides:
+// in.ReplyTo is set) and returns it as its author sees it, as See decides
+// (here, and on the facts of the store's transaction: CommentFacts):
 // ENOTFOUND for a post (or answered comment) the user is not shown;
 // EFORBIDDEN when the post's comment policy refuses the user, or the user
 // blocks the post's author (or is in a block with the answered comment's);
@@ -26,14 +27,6 @@ func (s *Service) AddComment(ctx context.Context, userID, postID int64, in Comme
 	post, err := s.commentPost(ctx, userID, postID)
 	if err != nil {
 		return nil, err
-	}
-	if author := post.Post.UserID; post.Post.CommentPolicy == CommentsFollowing && author != userID {
-		if post.FollowedByAuthor, err = s.Follows.IsFollowing(ctx, author, userID); err != nil {
-			return nil, err
-		}
-	}
-	if vd := See(Viewer{ID: userID}, post); !vd.Respond {
-		return nil, vd.Refusal
 	}
 	var known []*Comment
 	if in.ReplyTo != 0 {
@@ -102,7 +95,7 @@ func (s *Service) DeleteComment(ctx context.Context, userID, id int64) error {
 	if !vd.Delete {
 		return refused(sc, vd, ErrNotCommentDeleter)
 	}
-	_, err = s.Comments.DeleteComment(ctx, id, userID, false, s.now())
+	_, err = s.Comments.DeleteComment(ctx, id, s.now())
 	return err
 }
 
@@ -115,7 +108,7 @@ func (s *Service) AdminDeleteComment(ctx context.Context, id int64) error {
 	if !vd.Delete {
 		return refused(sc, vd, ErrNotCommentDeleter)
 	}
-	c, err := s.Comments.DeleteComment(ctx, id, 0, true, s.now())
+	c, err := s.Comments.DeleteComment(ctx, id, s.now())
 	if err == nil {
 		s.log().Info("comment deleted", "comment_id", id, "post_id", c.PostID, "by", "admin")
 	}
@@ -148,7 +141,7 @@ func (s *Service) HideComment(ctx context.Context, userID, id int64, hide bool) 
 	if !vd.Hide {
 		return refused(sc, vd, ErrNotPostAuthor)
 	}
-	return s.Comments.SetCommentAuthorHidden(ctx, id, userID, hide, s.now())
+	return s.Comments.SetCommentAuthorHidden(ctx, id, hide, s.now())
 }
 
 // ReportComment records userID's report of comment id under the rule of
@@ -248,7 +241,7 @@ func (s *Service) SetCommentPolicy(ctx context.Context, userID, id int64, p Comm
 	if !See(Viewer{ID: userID}, post).Edit {
 		return nil, ErrNotPolicySetter
 	}
-	if err := s.Comments.SetCommentPolicy(ctx, id, userID, p, s.now()); err != nil {
+	if err := s.Comments.SetCommentPolicy(ctx, id, p, s.now()); err != nil {
 		return nil, err
 	}
 	return s.Post(ctx, userID, id)

@@ -61,11 +61,16 @@ type FilterStore interface {
 	Reported(ctx context.Context, before int64, limit int) ([]ReportedPost, error)
 }
 
-// ReportRule is when reports hide a post (FilterStore.Report).
+// ReportRule is when reports hide a post or a comment (FilterStore.Report,
+// CommentStore.ReportComment).
 type ReportRule struct {
-	Threshold int           // counted reports that hide the post
+	Threshold int           // counted reports that hide it
 	MinAge    time.Duration // a reporter's account age at the report for it to count
 }
+
+// Hides reports whether counted reports (those that count, by MinAge and
+// the block rule) hide what they report.
+func (r ReportRule) Hides(counted int) bool { return counted >= r.Threshold }
 
 // DefaultReportLimit is the command's default of Service.ReportLimit, and
 // DefaultReportMinAge of Service.ReportMinAge.

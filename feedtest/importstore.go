@@ -258,7 +258,7 @@ func testImportComments(t *testing.T, b *Backend, st feed.ImportStore, now time.
 		t.Fatalf("a comment made after the import got id %d, not above the imported 310", mine.ID)
 	}
 	// The thread's top-level comment deleted: a placeholder, counted no more.
-	_, err = b.Comments.DeleteComment(ctx, 300, 3, false, now)
+	_, err = b.Comments.DeleteComment(ctx, 300, now)
 	must(t, err, "DeleteComment")
 	counts("a thread's top-level comment deleted", map[int64]int{50: 2, 100: 2}, nil)
 	must(t, st.ImportComments(ctx, []*feed.Comment{comment(mine.ID, 100, 5, 0, 0, feed.CommentNormal, 14), comment(mine.ID+1, 50, 10, 300, 302, feed.CommentNormal, 15)},

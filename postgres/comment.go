@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -24,12 +23,14 @@ var _ feed.CommentStore = (*DB)(nil)
 
 const commentCols = `id, post_id, user_id, parent_id, answer_id, content, liked, replies, status, author_hidden, deleted, created_at, updated_at`
 
-func scanComment(row pgx.Row) (*feed.Comment, error) {
+// scanComment scans a row of commentCols, followed by the columns of
+// extra.
+func scanComment(row pgx.Row, extra ...any) (*feed.Comment, error) {
 	var c feed.Comment
 	var status int16
 	var created, updated int64
-	if err := row.Scan(&c.ID, &c.PostID, &c.UserID, &c.ParentID, &c.AnswerID, &c.Text, &c.Liked, &c.Replies, &status,
-		&c.AuthorHidden, &c.Deleted, &created, &updated); err != nil {
+	if err := row.Scan(append([]any{&c.ID, &c.PostID, &c.UserID, &c.ParentID, &c.AnswerID, &c.Text, &c.Liked, &c.Replies, &status,
+		&c.AuthorHidden, &c.Deleted, &created, &updated}, extra...)...); err != nil {
 		return nil, err
 	}
 	c.Status = feed.CommentStatus(status)
@@ -48,45 +49,22 @@ func scanComments(rows pgx.Rows, err error) ([]*feed.Comment, error) {
 	return out, err
 }
 
-// CreateComment implements feed.CommentStore.
+// CreateComment implements feed.CommentStore: the comment, as the Plan of
+// the feed.CommentFacts read in its transaction (with the post's row
+// locked) says.
 func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 	id := c.ID
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		c.ID, c.ParentID = id, 0 // fn may run again (DB.tx)
-		var author int64
-		var policy int16
-		err := tx.QueryRow(ctx, `UPDATE posts SET comments = comments + 1 WHERE id = $1 RETURNING user_id, comment_policy`, c.PostID).Scan(&author, &policy)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		c.ID = id // fn may run again (DB.tx)
+		f, err := commentFacts(ctx, tx, c)
+		if err != nil {
 			return err
 		}
-		var blocked, follows bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blocks WHERE user_id = $1 AND blocked_id = $2),
-			EXISTS (SELECT 1 FROM follows WHERE follower_id = $1 AND followee_id = $2)`, author, c.UserID).Scan(&blocked, &follows); err != nil {
+		plan, err := f.Plan(c)
+		if err != nil {
 			return err
 		}
-		switch {
-		case blocked:
-			return feed.ErrNotFound("post")
-		case c.UserID == author:
-		case feed.CommentPolicy(policy) == feed.CommentsNobody:
-			return feed.ErrCommentsOff
-		case feed.CommentPolicy(policy) == feed.CommentsFollowing && !follows:
-			return feed.ErrCommentsFollowing
-		}
-		var answerAuthor int64
-		if c.AnswerID != 0 {
-			var parent int64
-			err := tx.QueryRow(ctx, `SELECT c.user_id, c.parent_id FROM comments c WHERE c.id = $1 AND c.post_id = $2 AND NOT c.deleted
-				AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = c.user_id AND b.blocked_id = $3)`, c.AnswerID, c.PostID, c.UserID).Scan(&answerAuthor, &parent)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return feed.ErrNotFound("comment")
-			} else if err != nil {
-				return err
-			}
-			c.ParentID = cmp.Or(parent, c.AnswerID)
-		}
+		c.ParentID = plan.ParentID
 		args := []any{c.PostID, c.UserID, c.ParentID, c.AnswerID, c.Text, ms(c.CreatedAt), ms(c.UpdatedAt)}
 		if c.ID == 0 {
 			err = tx.QueryRow(ctx, `INSERT INTO comments (post_id, user_id, parent_id, answer_id, content, created_at, updated_at)
@@ -109,15 +87,56 @@ func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 			if _, err := tx.Exec(ctx, `UPDATE comments SET replies = replies + 1 WHERE id = $1`, c.ParentID); err != nil {
 				return err
 			}
-			if err := db.notifyAdd(ctx, tx, answerAuthor, feed.NotifyReply, c.AnswerID, c.UserID, "", c.CreatedAt); err != nil {
-				return err
-			}
-			if answerAuthor == author {
-				return nil // the post's author hears of it as a reply
-			}
 		}
-		return db.notifyAdd(ctx, tx, author, feed.NotifyComment, c.PostID, c.UserID, "", c.CreatedAt)
+		if err := db.notifyAdd(ctx, tx, plan.TellReply, feed.NotifyReply, c.AnswerID, c.UserID, "", c.CreatedAt); err != nil {
+			return err
+		}
+		return db.notifyAdd(ctx, tx, plan.TellComment, feed.NotifyComment, c.PostID, c.UserID, "", c.CreatedAt)
 	})
+}
+
+// commentFacts reads, in tx, the feed.CommentFacts of new comment c,
+// moving the post's comment count first (which locks its row: the
+// comment writes of one post run one at a time; a refused comment rolls
+// it back): the post with its hiding, its author's follow of and blocks
+// with the commenter, and the answered comment with its author's blocks.
+func commentFacts(ctx context.Context, tx pgx.Tx, c *feed.Comment) (feed.CommentFacts, error) {
+	var f feed.CommentFacts
+	p := feed.Post{ID: c.PostID}
+	var policy int16
+	var r feed.Relation
+	err := tx.QueryRow(ctx, `UPDATE posts p SET comments = comments + 1 WHERE id = $1 RETURNING user_id, comment_policy,
+		EXISTS (SELECT 1 FROM hidden_posts WHERE post_id = $1),
+		EXISTS (SELECT 1 FROM follows WHERE follower_id = p.user_id AND followee_id = $2),
+		EXISTS (SELECT 1 FROM blocks WHERE user_id = p.user_id AND blocked_id = $2),
+		EXISTS (SELECT 1 FROM blocks WHERE user_id = $2 AND blocked_id = p.user_id)`,
+		c.PostID, c.UserID).Scan(&p.UserID, &policy, &f.PostHidden, &f.FollowedByAuthor, &r.BlocksViewer, &r.Blocked)
+	if err != nil {
+		return f, ignoreNoRows(err)
+	}
+	p.CommentPolicy = feed.CommentPolicy(policy)
+	f.Post, f.Rel = &p, map[int64]feed.Relation{p.UserID: r}
+	if c.AnswerID == 0 {
+		return f, nil
+	}
+	var ar feed.Relation
+	a, err := scanComment(tx.QueryRow(ctx, `SELECT `+commentCols+`,
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = comments.user_id AND b.blocked_id = $3),
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = $3 AND b.blocked_id = comments.user_id)
+		FROM comments WHERE id = $1 AND post_id = $2`, c.AnswerID, c.PostID, c.UserID), &ar.BlocksViewer, &ar.Blocked)
+	if err != nil {
+		return f, ignoreNoRows(err)
+	}
+	f.Answered, f.Rel[a.UserID] = a, ar
+	return f, nil
+}
+
+// ignoreNoRows is err, nil for no row.
+func ignoreNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // Comment implements feed.CommentStore.
@@ -207,7 +226,7 @@ func lockCommentPost(ctx context.Context, tx pgx.Tx, id int64) (*feed.Comment, i
 }
 
 // DeleteComment implements feed.CommentStore.
-func (db *DB) DeleteComment(ctx context.Context, id, userID int64, admin bool, now time.Time) (*feed.Comment, error) {
+func (db *DB) DeleteComment(ctx context.Context, id int64, now time.Time) (*feed.Comment, error) {
 	var c *feed.Comment
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		var postAuthor int64
@@ -215,27 +234,30 @@ func (db *DB) DeleteComment(ctx context.Context, id, userID int64, admin bool, n
 		if c, postAuthor, err = lockCommentPost(ctx, tx, id); err != nil {
 			return err
 		}
-		if !admin && userID != c.UserID && userID != postAuthor {
-			return feed.ErrNotCommentDeleter
+		var thread *feed.Comment
+		if c.ParentID != 0 {
+			if thread, err = scanComment(tx.QueryRow(ctx, `SELECT `+commentCols+` FROM comments WHERE id = $1`, c.ParentID)); ignoreNoRows(err) != nil {
+				return err
+			}
 		}
-		ids := []int64{id}
-		if c.ParentID == 0 && c.Replies > 0 {
-			// The placeholder keeps the thread; its text and likes go.
+		placeholder, threadGoes := c.Deletion(thread)
+		switch {
+		case placeholder:
 			if _, err := tx.Exec(ctx, `UPDATE comments SET deleted = true, content = '', liked = 0, updated_at = $1 WHERE id = $2`, ms(now), id); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM comment_likes WHERE comment_id = $1`, id); err != nil {
 				return err
 			}
-		} else {
+		default:
+			ids := []int64{id}
 			if c.ParentID != 0 {
-				// A placeholder goes with its last reply.
-				var gone bool
-				if err := tx.QueryRow(ctx, `UPDATE comments SET replies = replies - 1 WHERE id = $1 RETURNING deleted AND replies <= 0`, c.ParentID).Scan(&gone); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				if _, err := tx.Exec(ctx, `UPDATE comments SET replies = replies - 1 WHERE id = $1`, c.ParentID); err != nil {
 					return err
-				} else if gone {
-					ids = append(ids, c.ParentID)
 				}
+			}
+			if threadGoes {
+				ids = append(ids, c.ParentID)
 			}
 			if err := deleteCommentRows(ctx, tx, ids); err != nil {
 				return err
@@ -344,20 +366,12 @@ func (db *DB) CommentLikedBy(ctx context.Context, userID int64, ids []int64) (ma
 }
 
 // SetCommentPolicy implements feed.CommentStore.
-func (db *DB) SetCommentPolicy(ctx context.Context, postID, userID int64, p feed.CommentPolicy, now time.Time) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		var author int64
-		err := tx.QueryRow(ctx, `SELECT user_id FROM posts WHERE id = $1 FOR NO KEY UPDATE`, postID).Scan(&author)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
-			return err
-		} else if author != userID {
-			return feed.ErrNotPolicySetter
-		}
-		_, err = tx.Exec(ctx, `UPDATE posts SET comment_policy = $1, updated_at = $2 WHERE id = $3`, int16(p), ms(now), postID)
-		return err
-	})
+func (db *DB) SetCommentPolicy(ctx context.Context, postID int64, p feed.CommentPolicy, now time.Time) error {
+	tag, err := db.Pool.Exec(ctx, `UPDATE posts SET comment_policy = $1, updated_at = $2 WHERE id = $3`, int16(p), ms(now), postID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return feed.ErrNotFound("post")
+	}
+	return err
 }
 
 // PurgeComments implements feed.CommentStore: one transaction, an index

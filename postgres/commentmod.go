@@ -14,15 +14,12 @@ import (
 // rule of post reports, the admin's decisions and list.
 
 // SetCommentAuthorHidden implements feed.CommentStore.
-func (db *DB) SetCommentAuthorHidden(ctx context.Context, id, userID int64, hidden bool, now time.Time) error {
+func (db *DB) SetCommentAuthorHidden(ctx context.Context, id int64, hidden bool, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		_, author, err := lockCommentPost(ctx, tx, id)
-		if err != nil {
+		if _, _, err := lockCommentPost(ctx, tx, id); err != nil {
 			return err
-		} else if author != userID {
-			return feed.ErrNotPostAuthor
 		}
-		_, err = tx.Exec(ctx, `UPDATE comments SET author_hidden = $1 WHERE id = $2`, hidden, id)
+		_, err := tx.Exec(ctx, `UPDATE comments SET author_hidden = $1 WHERE id = $2`, hidden, id)
 		return err
 	})
 }
@@ -58,7 +55,7 @@ func (db *DB) ReportComment(ctx context.Context, id, reporterID int64, reason st
 		if err := tx.QueryRow(ctx, countedCommentReports, id, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
 			return err
 		}
-		if n < rule.Threshold {
+		if !rule.Hides(n) {
 			return nil
 		}
 		tag, err := tx.Exec(ctx, `UPDATE comments SET status = 2 WHERE id = $1 AND status <> 2`, id)

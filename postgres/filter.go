@@ -84,7 +84,7 @@ func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason strin
 		if err := tx.QueryRow(ctx, countedReports, postID, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
 			return err
 		}
-		if n < rule.Threshold {
+		if !rule.Hides(n) {
 			return nil
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, postID, now.UnixMilli())

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,11 +19,13 @@ var _ feed.CommentStore = (*DB)(nil)
 
 const commentCols = `id, post_id, user_id, parent_id, answer_id, content, liked, replies, status, author_hidden, deleted, created_at, updated_at`
 
-func scanComment(s scanner) (*feed.Comment, error) {
+// scanComment scans a row of commentCols, followed by the columns of
+// extra.
+func scanComment(s scanner, extra ...any) (*feed.Comment, error) {
 	var c feed.Comment
 	var status, created, updated int64
-	if err := s.Scan(&c.ID, &c.PostID, &c.UserID, &c.ParentID, &c.AnswerID, &c.Text, &c.Liked, &c.Replies, &status,
-		&c.AuthorHidden, &c.Deleted, &created, &updated); err != nil {
+	if err := s.Scan(append([]any{&c.ID, &c.PostID, &c.UserID, &c.ParentID, &c.AnswerID, &c.Text, &c.Liked, &c.Replies, &status,
+		&c.AuthorHidden, &c.Deleted, &created, &updated}, extra...)...); err != nil {
 		return nil, err
 	}
 	c.Status = feed.CommentStatus(status)
@@ -48,45 +49,21 @@ func scanComments(rows *sql.Rows, err error) ([]*feed.Comment, error) {
 	return out, rows.Err()
 }
 
-// CreateComment implements feed.CommentStore.
+// CreateComment implements feed.CommentStore: the comment, as the Plan of
+// the feed.CommentFacts read in its transaction says.
 func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 	id := c.ID
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		c.ID, c.ParentID = id, 0 // fn may run again (DB.tx)
-		var author int64
-		var policy feed.CommentPolicy
-		err := tx.QueryRowContext(ctx, `SELECT p.user_id, p.comment_policy FROM posts p WHERE p.id = ?
-			AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?)`, c.PostID, c.UserID).Scan(&author, &policy)
-		if errors.Is(err, sql.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
+		c.ID = id // fn may run again (DB.tx)
+		f, err := commentFacts(ctx, tx, c)
+		if err != nil {
 			return err
 		}
-		if c.UserID != author {
-			switch policy {
-			case feed.CommentsNobody:
-				return feed.ErrCommentsOff
-			case feed.CommentsFollowing:
-				var follows bool
-				if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM follows WHERE follower_id = ? AND followee_id = ?)`, author, c.UserID).Scan(&follows); err != nil {
-					return err
-				} else if !follows {
-					return feed.ErrCommentsFollowing
-				}
-			}
+		plan, err := f.Plan(c)
+		if err != nil {
+			return err
 		}
-		var answerAuthor int64
-		if c.AnswerID != 0 {
-			var parent int64
-			err := tx.QueryRowContext(ctx, `SELECT c.user_id, c.parent_id FROM comments c WHERE c.id = ? AND c.post_id = ? AND c.deleted = 0
-				AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = c.user_id AND b.blocked_id = ?)`, c.AnswerID, c.PostID, c.UserID).Scan(&answerAuthor, &parent)
-			if errors.Is(err, sql.ErrNoRows) {
-				return feed.ErrNotFound("comment")
-			} else if err != nil {
-				return err
-			}
-			c.ParentID = cmp.Or(parent, c.AnswerID)
-		}
+		c.ParentID = plan.ParentID
 		insert := `INSERT INTO comments (post_id, user_id, parent_id, answer_id, content, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
 		args := []any{c.PostID, c.UserID, c.ParentID, c.AnswerID, c.Text, ms(c.CreatedAt), ms(c.UpdatedAt)}
@@ -107,15 +84,52 @@ func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 			if _, err := tx.ExecContext(ctx, `UPDATE comments SET replies = replies + 1 WHERE id = ?`, c.ParentID); err != nil {
 				return err
 			}
-			if err := db.notifyAdd(ctx, tx, answerAuthor, feed.NotifyReply, c.AnswerID, c.UserID, "", c.CreatedAt); err != nil {
-				return err
-			}
-			if answerAuthor == author {
-				return nil // the post's author hears of it as a reply
-			}
 		}
-		return db.notifyAdd(ctx, tx, author, feed.NotifyComment, c.PostID, c.UserID, "", c.CreatedAt)
+		if err := db.notifyAdd(ctx, tx, plan.TellReply, feed.NotifyReply, c.AnswerID, c.UserID, "", c.CreatedAt); err != nil {
+			return err
+		}
+		return db.notifyAdd(ctx, tx, plan.TellComment, feed.NotifyComment, c.PostID, c.UserID, "", c.CreatedAt)
 	})
+}
+
+// commentFacts reads, in tx, the feed.CommentFacts of new comment c: the
+// post with its hiding, its author's follow of and blocks with the
+// commenter, and the answered comment with its author's blocks.
+func commentFacts(ctx context.Context, tx *sql.Tx, c *feed.Comment) (feed.CommentFacts, error) {
+	var f feed.CommentFacts
+	p := feed.Post{ID: c.PostID}
+	var r feed.Relation
+	err := tx.QueryRowContext(ctx, `SELECT user_id, comment_policy,
+		EXISTS (SELECT 1 FROM hidden_posts WHERE post_id = ?1),
+		EXISTS (SELECT 1 FROM follows WHERE follower_id = p.user_id AND followee_id = ?2),
+		EXISTS (SELECT 1 FROM blocks WHERE user_id = p.user_id AND blocked_id = ?2),
+		EXISTS (SELECT 1 FROM blocks WHERE user_id = ?2 AND blocked_id = p.user_id)
+		FROM posts p WHERE id = ?1`, c.PostID, c.UserID).Scan(&p.UserID, &p.CommentPolicy, &f.PostHidden, &f.FollowedByAuthor, &r.BlocksViewer, &r.Blocked)
+	if errors.Is(err, sql.ErrNoRows) || err != nil {
+		return f, ignoreNoRows(err)
+	}
+	f.Post, f.Rel = &p, map[int64]feed.Relation{p.UserID: r}
+	if c.AnswerID == 0 {
+		return f, nil
+	}
+	var ar feed.Relation
+	a, err := scanComment(tx.QueryRowContext(ctx, `SELECT `+commentCols+`,
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = comments.user_id AND b.blocked_id = ?3),
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?3 AND b.blocked_id = comments.user_id)
+		FROM comments WHERE id = ?1 AND post_id = ?2`, c.AnswerID, c.PostID, c.UserID), &ar.BlocksViewer, &ar.Blocked)
+	if err != nil {
+		return f, ignoreNoRows(err)
+	}
+	f.Answered, f.Rel[a.UserID] = a, ar
+	return f, nil
+}
+
+// ignoreNoRows is err, nil for no row.
+func ignoreNoRows(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // Comment implements feed.CommentStore.
@@ -187,7 +201,7 @@ func groupReplies(cs []*feed.Comment) map[int64][]*feed.Comment {
 }
 
 // DeleteComment implements feed.CommentStore.
-func (db *DB) DeleteComment(ctx context.Context, id, userID int64, admin bool, now time.Time) (*feed.Comment, error) {
+func (db *DB) DeleteComment(ctx context.Context, id int64, now time.Time) (*feed.Comment, error) {
 	var c *feed.Comment
 	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -203,32 +217,32 @@ func (db *DB) DeleteComment(ctx context.Context, id, userID int64, admin bool, n
 		} else if err != nil {
 			return err
 		}
-		if !admin && userID != c.UserID && userID != postAuthor {
-			return feed.ErrNotCommentDeleter
+		var thread *feed.Comment
+		if c.ParentID != 0 {
+			if thread, err = scanComment(tx.QueryRowContext(ctx, `SELECT `+commentCols+` FROM comments WHERE id = ?`, c.ParentID)); ignoreNoRows(err) != nil {
+				return err
+			}
 		}
-		ids := idList([]int64{id})
-		if c.ParentID == 0 && c.Replies > 0 {
-			// The placeholder keeps the thread; its text and likes go.
+		placeholder, threadGoes := c.Deletion(thread)
+		switch {
+		case placeholder:
 			if _, err := tx.ExecContext(ctx, `UPDATE comments SET deleted = 1, content = '', liked = 0, updated_at = ? WHERE id = ?`, ms(now), id); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM comment_likes WHERE comment_id = ?`, id); err != nil {
 				return err
 			}
-		} else {
+		default:
+			ids := []int64{id}
 			if c.ParentID != 0 {
 				if _, err := tx.ExecContext(ctx, `UPDATE comments SET replies = replies - 1 WHERE id = ?`, c.ParentID); err != nil {
 					return err
 				}
-				// A placeholder goes with its last reply.
-				var gone bool
-				if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM comments WHERE id = ? AND deleted = 1 AND replies <= 0)`, c.ParentID).Scan(&gone); err != nil {
-					return err
-				} else if gone {
-					ids = idList([]int64{id, c.ParentID})
-				}
 			}
-			if err := deleteCommentRows(ctx, tx, ids); err != nil {
+			if threadGoes {
+				ids = append(ids, c.ParentID)
+			}
+			if err := deleteCommentRows(ctx, tx, idList(ids)); err != nil {
 				return err
 			}
 		}
@@ -347,20 +361,17 @@ func commentPostAuthor(ctx context.Context, tx *sql.Tx, id int64) (int64, error)
 }
 
 // SetCommentPolicy implements feed.CommentStore.
-func (db *DB) SetCommentPolicy(ctx context.Context, postID, userID int64, p feed.CommentPolicy, now time.Time) error {
-	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var author int64
-		err := tx.QueryRowContext(ctx, `SELECT user_id FROM posts WHERE id = ?`, postID).Scan(&author)
-		if errors.Is(err, sql.ErrNoRows) {
-			return feed.ErrNotFound("post")
-		} else if err != nil {
-			return err
-		} else if author != userID {
-			return feed.ErrNotPolicySetter
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE posts SET comment_policy = ?, updated_at = ? WHERE id = ?`, int(p), ms(now), postID)
+func (db *DB) SetCommentPolicy(ctx context.Context, postID int64, p feed.CommentPolicy, now time.Time) error {
+	res, err := db.exec(ctx, `UPDATE posts SET comment_policy = ?, updated_at = ? WHERE id = ?`, int(p), ms(now), postID)
+	if err != nil {
 		return err
-	})
+	}
+	if k, err := res.RowsAffected(); err != nil {
+		return err
+	} else if k == 0 {
+		return feed.ErrNotFound("post")
+	}
+	return nil
 }
 
 // PurgeComments implements feed.CommentStore: one transaction, an index

@@ -12,15 +12,12 @@ import (
 // rule of post reports, the admin's decisions and list.
 
 // SetCommentAuthorHidden implements feed.CommentStore.
-func (db *DB) SetCommentAuthorHidden(ctx context.Context, id, userID int64, hidden bool, now time.Time) error {
+func (db *DB) SetCommentAuthorHidden(ctx context.Context, id int64, hidden bool, now time.Time) error {
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		author, err := commentPostAuthor(ctx, tx, id)
-		if err != nil {
+		if _, err := commentPostAuthor(ctx, tx, id); err != nil {
 			return err
-		} else if author != userID {
-			return feed.ErrNotPostAuthor
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE comments SET author_hidden = ? WHERE id = ?`, hidden, id)
+		_, err := tx.ExecContext(ctx, `UPDATE comments SET author_hidden = ? WHERE id = ?`, hidden, id)
 		return err
 	})
 }
@@ -55,7 +52,7 @@ func (db *DB) ReportComment(ctx context.Context, id, reporterID int64, reason st
 		if err := tx.QueryRowContext(ctx, countedCommentReports, id, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
 			return err
 		}
-		if n < rule.Threshold {
+		if !rule.Hides(n) {
 			return nil
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE comments SET status = 2 WHERE id = ? AND status <> 2`, id)

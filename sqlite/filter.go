@@ -81,7 +81,7 @@ func (db *DB) Report(ctx context.Context, postID, reporterID int64, reason strin
 		if err := tx.QueryRowContext(ctx, countedReports, postID, rule.MinAge.Milliseconds()).Scan(&n); err != nil {
 			return err
 		}
-		if n < rule.Threshold {
+		if !rule.Hides(n) {
 			return nil
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO hidden_posts (post_id, hidden_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, postID, ms(now))
