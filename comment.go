@@ -144,15 +144,18 @@ type CommentFacts struct {
 	// Rel is the commenter's relations (blocks, either way) to the post's
 	// author and to Answered's author.
 	Rel map[int64]Relation
+	// AnsweredBlocked: the post's author blocks Answered's author, who is
+	// then not shown the post, nor told of replies under it.
+	AnsweredBlocked bool
 }
 
 // CommentPlan is what a store writes for a new comment (Plan).
 type CommentPlan struct {
 	// ParentID is the thread the comment joins (0: it opens one).
 	ParentID int64
-	// TellReply is told of a reply to their comment (0: nobody), and
-	// TellComment of a comment on their post: the post's author, unless
-	// told of it as a reply.
+	// TellReply is told of a reply to their comment, when See shows them
+	// the post (0: nobody), and TellComment of a comment on their post:
+	// the post's author, unless told of it as a reply.
 	TellReply, TellComment int64
 }
 
@@ -181,9 +184,13 @@ func (f CommentFacts) Plan(c *Comment) (CommentPlan, error) {
 			return CommentPlan{}, vd.Refusal
 		}
 		plan.ParentID = cmp.Or(f.Answered.ParentID, f.Answered.ID)
-		plan.TellReply = f.Answered.UserID
-		if plan.TellReply == plan.TellComment {
+		reader := f.Answered.UserID
+		if reader == f.Post.UserID {
 			plan.TellComment = 0 // the post's author hears of it as a reply
+		}
+		sees := Scene{Post: f.Post, PostHidden: f.PostHidden, Rel: map[int64]Relation{f.Post.UserID: {BlocksViewer: f.AnsweredBlocked}}}
+		if See(Viewer{ID: reader}, sees).Sight != Unseen {
+			plan.TellReply = reader
 		}
 	}
 	return plan, nil

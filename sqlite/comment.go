@@ -94,7 +94,8 @@ func (db *DB) CreateComment(ctx context.Context, c *feed.Comment) error {
 
 // commentFacts reads, in tx, the feed.CommentFacts of new comment c: the
 // post with its hiding, its author's follow of and blocks with the
-// commenter, and the answered comment with its author's blocks.
+// commenter, and the answered comment with its author's blocks (with the
+// commenter, and by the post's author).
 func commentFacts(ctx context.Context, tx *sql.Tx, c *feed.Comment) (feed.CommentFacts, error) {
 	var f feed.CommentFacts
 	p := feed.Post{ID: c.PostID}
@@ -115,8 +116,9 @@ func commentFacts(ctx context.Context, tx *sql.Tx, c *feed.Comment) (feed.Commen
 	var ar feed.Relation
 	a, err := scanComment(tx.QueryRowContext(ctx, `SELECT `+commentCols+`,
 		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = comments.user_id AND b.blocked_id = ?3),
-		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?3 AND b.blocked_id = comments.user_id)
-		FROM comments WHERE id = ?1 AND post_id = ?2`, c.AnswerID, c.PostID, c.UserID), &ar.BlocksViewer, &ar.Blocked)
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?3 AND b.blocked_id = comments.user_id),
+		EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?4 AND b.blocked_id = comments.user_id)
+		FROM comments WHERE id = ?1 AND post_id = ?2`, c.AnswerID, c.PostID, c.UserID, p.UserID), &ar.BlocksViewer, &ar.Blocked, &f.AnsweredBlocked)
 	if err != nil {
 		return f, ignoreNoRows(err)
 	}
