@@ -21,10 +21,10 @@ const (
 	// Unseen: not at all. It does not exist for the viewer: 404 where
 	// asked for by id, left out of every list, never sent live.
 	Unseen Sight = iota
-	// Folded: shown collapsed, where it is asked for (a post by id or in a
-	// list of an author's posts, a comment in its thread: behind a "show"),
-	// and left out of what is pushed at the viewer: feeds, streams,
-	// notifications. Verdict.Collapsed says why.
+	// Folded: shown collapsed where it is asked for (a post by id or in a
+	// list, a comment in its thread behind a "show", a user marked), and
+	// left out of the feeds and their stream; a Folded user is never a
+	// notification's actor. Verdict.Collapsed says why.
 	Folded
 	// Shown: in full.
 	Shown

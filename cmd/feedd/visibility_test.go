@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/feedtest"
 )
 
 // postRoute is a route that returns posts, a post's likers or its
@@ -229,4 +230,14 @@ func TestBlocksAndHiddenOnEveryRoute(t *testing.T) {
 		}
 	}
 	c.want(200, "GET", "/v1/posts/{id}", author, nil, nil, ph.ID)
+}
+
+// TestVisibilityTableDocumented: docs/API.md, "Who sees what", holds the
+// matrix that feedtest.TestVisibility checks on every backend, as
+// feedtest.VisibilityTable renders it.
+func TestVisibilityTableDocumented(t *testing.T) {
+	doc, want := readRepo(t, "docs/API.md"), feedtest.VisibilityTable()
+	if _, after, ok := strings.Cut(doc, "\n## Who sees what\n"); !ok || !strings.Contains(strings.Split(after, "\n## ")[0], want) {
+		t.Fatalf("docs/API.md, \"Who sees what\", does not hold the visibility matrix; it is:\n%s", want)
+	}
 }
