@@ -25,11 +25,12 @@ import (
 // applies the rules of NotifySettings.Step: in particular, the same actor
 // doing the same to the same target again within RenotifyAfter (a like
 // taken back and given again, an unfollow and a follow) counts once,
-// makes nothing unread and sends no notice, and does not reopen a group
-// the user dismissed. A retraction (unlike, unfollow, a block or a mute)
-// marks the actor's row retracted and a dismissal marks the group
-// dismissed, rather than deleting them, so that the next event finds what
-// the user was told; neither shows.
+// makes nothing unread, and does not reopen a group the user dismissed;
+// its notice only shows the group again as it was before the retraction.
+// A retraction (unlike, unfollow, a block or a mute) marks the actor's row
+// retracted and a dismissal marks the group dismissed, rather than
+// deleting them, so that the next event finds what the user was told;
+// neither shows.
 
 // Kinds of notification groups.
 const (
@@ -135,7 +136,9 @@ type NotifyStep struct {
 	Skip bool
 	// Restore: a repeat whose row was retracted in a group that is not
 	// dismissed: the row is shown again in Group (its time kept) and the
-	// count moves by one; the group's LatestAt stays and no notice is sent.
+	// count moves by one; the group's LatestAt stays (nothing is unread),
+	// and a notice says the group is shown again as it was, so that a
+	// client that followed the retraction live shows it again.
 	Restore bool
 	// Group is the group the event joins; 0: a new one opens.
 	Group int64

@@ -16,7 +16,8 @@ import (
 // told once, retractions on delete (only when the actor has no other
 // comment there), blocks and mutes, the removal of a deleted post's
 // groups, and churn: deleting and commenting again within the renotify
-// window is told once (the rule of likes and follows). open must return an empty backend recording with s.
+// window is told once (the rule of likes and follows): the group is shown
+// again, with nothing unread. open must return an empty backend recording with s.
 func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend) {
 	b := open(t, feed.NotifySettings{})
 	w := newNotifyWorld(t, b)
@@ -110,8 +111,8 @@ func TestCommentNotifications(t *testing.T, open func(t *testing.T, s feed.Notif
 		must(t, w.s.DeleteComment(ctx, ed, r.ID), "delete e's")
 		b.Notices() // the retractions'
 		c, r = comment(bo, 0, "b's again"), comment(ed, thread.ID, "e's again")
-		if ns := b.Notices(); len(ns) != 0 {
-			t.Fatalf("round %d: notices %+v of a comment and a reply written again, want none", i, ns)
+		if ns := b.Notices(); len(ns) != 2 || ns[0].UserID != a || ns[1].UserID != a {
+			t.Fatalf("round %d: notices %+v of a comment and a reply written again, want the two groups shown again to %d", i, ns, a)
 		}
 		if n := w.unread(a); n != 0 {
 			t.Fatalf("round %d: unread %d after a comment and a reply written again, want 0", i, n)

@@ -136,9 +136,12 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 	case step.Skip:
 		return nil
 	case step.Restore:
-		_, err := tx.Exec(ctx, `WITH a AS (UPDATE notify_actors SET retracted = false WHERE group_id = $1 AND actor_id = $2)
-			UPDATE notify_groups SET count = count + 1 WHERE id = $1`, step.Group, actorID)
-		return err
+		if _, err := tx.Exec(ctx, `WITH a AS (UPDATE notify_actors SET retracted = false WHERE group_id = $1 AND actor_id = $2)
+			UPDATE notify_groups SET count = count + 1 WHERE id = $1`, step.Group, actorID); err != nil {
+			return err
+		}
+		db.notice(tx, userID, step.Group) // shown again, as it was
+		return nil
 	}
 	gid := step.Group
 	if gid == 0 {

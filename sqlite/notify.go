@@ -140,8 +140,11 @@ func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind stri
 		if _, err := tx.ExecContext(ctx, `UPDATE notify_actors SET retracted = 0 WHERE group_id = ? AND actor_id = ?`, step.Group, actorID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count + 1 WHERE id = ?`, step.Group)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE notify_groups SET count = count + 1 WHERE id = ?`, step.Group); err != nil {
+			return err
+		}
+		db.notice(tx, userID, step.Group) // shown again, as it was
+		return nil
 	}
 	gid := step.Group
 	if gid == 0 {

@@ -115,3 +115,53 @@ func TestBrowserNotifications(t *testing.T) {
 	b.until("Latest again", fmt.Sprintf(`JSON.stringify([...document.querySelectorAll('#timeline [data-test=post]')].map(e => Number(e.dataset.postId))) === %q`,
 		strings.ReplaceAll(fmt.Sprint(chrono), " ", ",")))
 }
+
+// TestBrowserNotificationChurn: B, a distinct client (127.0.0.2), likes
+// and unlikes A's post 25 times, within the renotify window. A's page,
+// following its stream, shows the bell right after every step: 1 after
+// each like (the group, unread, shown again as it was), nothing after each
+// unlike, and the same as the unread count at the end. Then, with the
+// notifications view open, five more rounds: the entry goes with each
+// unlike and comes back with each like.
+func TestBrowserNotificationChurn(t *testing.T) {
+	chromium := testenv.Chromium(t)
+	s := startServer(t, "--data", t.TempDir())
+	c := newV1Client(t, s)
+	a := c.login("13800000321")
+	bc := s.from("127.0.0.2").v1()
+	bo := bc.login("13800000322")
+	p := c.publish(a, "churned")
+
+	b := newBrowser(t, chromium, s.base)
+	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`localStorage.setItem('feedd.token', %q)`, a)), chromedp.Navigate(s.base+"/"))
+	b.until("A's timeline", `document.querySelectorAll('#timeline [data-test=post]').length >= 1`)
+	bell := func(n int) string {
+		if n == 0 {
+			return `document.querySelector('[data-test=unread-count]').hidden`
+		}
+		return fmt.Sprintf(`!document.querySelector('[data-test=unread-count]').hidden && document.querySelector('[data-test=unread-count]').textContent === '%d'`, n)
+	}
+	// The page's stream is open once a first event reaches it.
+	bc.want(204, "PUT", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
+	b.until("the bell to show the first like", bell(1))
+	for i := range 25 {
+		bc.want(204, "DELETE", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
+		b.until(fmt.Sprintf("round %d: the bell to clear after the unlike", i+1), bell(0))
+		bc.want(204, "PUT", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
+		b.until(fmt.Sprintf("round %d: the bell to show the like given back", i+1), bell(1))
+	}
+	if n := c.unread(a); n != 1 {
+		t.Fatalf("unread count %d after the churn, want 1 (the bell shows 1)", n)
+	}
+
+	b.click(`[data-test=bell]`)
+	entry := `document.querySelectorAll('[data-test=notifications] [data-test=notification][data-kind=like]').length`
+	b.until("the like's entry", entry+` === 1`)
+	for i := range 5 {
+		bc.want(204, "DELETE", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
+		b.until(fmt.Sprintf("view round %d: the entry to go", i+1), entry+` === 0`)
+		bc.want(204, "PUT", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
+		b.until(fmt.Sprintf("view round %d: the entry to come back", i+1), entry+` === 1`)
+	}
+	b.until("the bell to stay clear while viewing", bell(0))
+}

@@ -45,6 +45,7 @@ export class Notifications {
     Object.assign(this, { bell, count, list, state });
     this.open = false; // the view is on screen
     this.gen = 0;
+    this.asked = 0; // unread counts asked for: only the latest is painted
   }
 
   paint(n) {
@@ -54,7 +55,11 @@ export class Notifications {
   }
 
   async refresh() {
-    try { this.paint((await api('GET', '/v1/notifications/unread-count')).count); } catch { /* the next event retries */ }
+    const my = ++this.asked;
+    try {
+      const n = (await api('GET', '/v1/notifications/unread-count')).count;
+      if (my === this.asked) this.paint(n); // an older answer arriving late is stale
+    } catch { /* the next event retries */ }
   }
 
   // event handles a stream's notification event: a group created,
@@ -74,6 +79,7 @@ export class Notifications {
     el.dataset.test = 'notification';
     el.dataset.key = g.key;
     el.dataset.kind = g.kind;
+    el.dataset.latest = g.latest_at;
     el.href = g.post ? '#/posts/' + g.post.id : g.actors[0] ? '#/users/' + g.actors[0].id : '#/';
     const mark = document.createElement('span');
     mark.className = 'icon';
@@ -94,7 +100,10 @@ export class Notifications {
     if (g.removed) { old?.remove(); this.empty(); return; }
     const el = this.render(g);
     old?.remove();
-    this.list.prepend(el); // a change is the group's latest activity: it goes first
+    // In the list's order, by latest activity: a change goes first, a
+    // group shown again (a like given back) where it was.
+    const after = [...this.list.children].find((e) => e.dataset.latest < g.latest_at);
+    this.list.insertBefore(el, after || null);
     this.empty();
   }
 
