@@ -20,6 +20,7 @@ type apiComment struct {
 	ReplyTo  *struct {
 		CommentID int64    `json:"comment_id"`
 		User      *apiUser `json:"user"`
+		Collapsed string   `json:"collapsed"`
 	} `json:"reply_to"`
 	Text       string       `json:"text"`
 	LikeCount  int          `json:"like_count"`

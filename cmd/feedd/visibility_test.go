@@ -241,3 +241,265 @@ func TestVisibilityTableDocumented(t *testing.T) {
 		t.Fatalf("docs/API.md, \"Who sees what\", does not hold the visibility matrix; it is:\n%s", want)
 	}
 }
+
+// users logs in one user per phone, each a client of its own loopback
+// address (127.0.0.2, ...), and returns their clients, tokens and ids.
+func loopbackUsers(t *testing.T, s *server, phones ...string) ([]*v1Client, []string, []int64) {
+	cs, toks, ids := make([]*v1Client, len(phones)), make([]string, len(phones)), make([]int64, len(phones))
+	for i, p := range phones {
+		cs[i] = s.from(fmt.Sprintf("127.0.0.%d", i+2)).v1()
+		toks[i] = cs[i].login(p)
+		ids[i] = cs[i].me(toks[i]).ID
+	}
+	return cs, toks, ids
+}
+
+// commentStatus is the status of GET /v1/comments/{id} for token, and the
+// comment when 200.
+func commentStatus(t *testing.T, c *v1Client, token string, id int64) (int, apiComment) {
+	t.Helper()
+	r, err := c.send("GET", "/v1/comments/{id}", token, nil, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out apiComment
+	if r.Status == 200 {
+		json.Unmarshal(r.Raw, &out)
+	}
+	return r.Status, out
+}
+
+// TestHiddenThreadStaysHidden: the post's author hides a top-level comment
+// with 3 replies (PUT /v1/comments/{id}/hidden, or an admin's POST
+// /admin/comments/{id}/hide), then the comment's author deletes it. A
+// bystander is shown none of the 4, before and after the delete: not in
+// either order of the list, not as first replies, not on /replies, not by
+// id. The post's author sees the placeholder marked hidden (their own
+// hiding); the comment's author still sees the thread.
+func TestHiddenThreadStaysHidden(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir())
+	cs, toks, _ := loopbackUsers(t, s, "13800000921", "13800000922", "13800000923", "13800000924", "13800000925", "13800000926")
+	a, cm, by := toks[0], toks[1], toks[5]
+	for _, how := range []string{"author", "admin"} {
+		p := cs[0].publish(a, "a post with a thread, hidden by its "+how)
+		top := cs[1].addComment(cm, p.ID, "the thread", 0)
+		var replies []int64
+		for i := 2; i <= 4; i++ {
+			replies = append(replies, cs[i].addComment(toks[i], p.ID, fmt.Sprintf("reply %d", i-1), top.ID).ID)
+		}
+		if how == "author" {
+			cs[0].want(204, "PUT", "/v1/comments/{id}/hidden", a, nil, nil, top.ID)
+		} else {
+			s.adminCall("POST", fmt.Sprintf("/admin/comments/%d/hide", top.ID), 204)
+		}
+		shown := func(when string) {
+			t.Helper()
+			for _, order := range []string{"top", "new"} {
+				for _, v := range cs[5].comments(by, p.ID, order, 10) {
+					t.Errorf("%s, hidden by the %s: the bystander's %s list shows comment %d (%d replies)", when, how, order, v.ID, len(v.Replies))
+				}
+			}
+			r, err := cs[5].send("GET", "/v1/comments/{id}/replies", by, nil, top.ID)
+			if err != nil || r.Status != 404 {
+				t.Errorf("%s, hidden by the %s: the bystander's /replies answers %d %s, want 404", when, how, r.Status, r.Raw)
+			}
+			for _, id := range append([]int64{top.ID}, replies...) {
+				if st, _ := commentStatus(t, cs[5], by, id); st != 404 {
+					t.Errorf("%s, hidden by the %s: the bystander's GET /v1/comments/%d answers %d, want 404", when, how, id, st)
+				}
+			}
+		}
+		shown("before the delete")
+		cs[1].want(204, "DELETE", "/v1/comments/{id}", cm, nil, nil, top.ID)
+		shown("after its author deleted it")
+		own := cs[1].comments(cm, p.ID, "new", 10)
+		if len(own) != 1 || !own[0].Deleted || len(own[0].Replies) != 2 {
+			t.Errorf("hidden by the %s: the comment's author sees %+v, want the placeholder with its first 2 replies", how, own)
+		}
+		if list := cs[0].comments(a, p.ID, "new", 10); how == "author" && (len(list) != 1 || !list[0].Deleted || !list[0].Hidden) {
+			t.Errorf("the post's author sees %+v, want their hidden placeholder marked hidden", list)
+		} else if how == "admin" && len(list) != 0 {
+			t.Errorf("the post's author sees %+v of a thread the admin hid", list)
+		}
+	}
+}
+
+// TestPostAuthorControlsComments: C comments on A's post, then A blocks C,
+// or C blocks A. A is shown the comment collapsed (blocked_user) and may
+// hide, report and delete it; every third user still sees it until then.
+// C, once blocking A, may not comment on A's posts.
+func TestPostAuthorControlsComments(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir(), "--report-min-age", "0")
+	cs, toks, ids := loopbackUsers(t, s, "13800000931", "13800000932", "13800000933")
+	a, cm, other := toks[0], toks[1], toks[2]
+	for _, who := range []string{"author", "commenter"} {
+		p := cs[0].publish(a, "a post under attack, blocked by the "+who)
+		c := cs[1].addComment(cm, p.ID, "pinned harassment", 0)
+		if who == "author" {
+			cs[0].want(204, "PUT", "/v1/blocks/{id}", a, nil, nil, ids[1])
+		} else {
+			cs[1].want(204, "PUT", "/v1/blocks/{id}", cm, nil, nil, ids[0])
+			cs[1].refused(403, "forbidden", "POST", "/v1/posts/{id}/comments", cm, map[string]any{"text": "again"}, p.ID)
+		}
+		if list := cs[2].comments(other, p.ID, "new", 10); len(list) != 1 || list[0].ID != c.ID {
+			t.Fatalf("blocked by the %s: a third user sees %+v, want the comment", who, list)
+		}
+		list := cs[0].comments(a, p.ID, "new", 10)
+		if len(list) != 1 || list[0].ID != c.ID || list[0].Collapsed == nil || *list[0].Collapsed != "blocked_user" {
+			t.Fatalf("blocked by the %s: the post's author sees %+v, want the comment collapsed as blocked_user", who, list)
+		}
+		cs[0].want(204, "PUT", "/v1/comments/{id}/hidden", a, nil, nil, c.ID)
+		if list := cs[2].comments(other, p.ID, "new", 10); len(list) != 0 {
+			t.Fatalf("blocked by the %s: a third user still sees %+v after the post's author hid it", who, list)
+		}
+		cs[0].want(204, "POST", "/v1/comments/{id}/report", a, map[string]string{"reason": "harassment"}, nil, c.ID)
+		cs[0].want(204, "DELETE", "/v1/comments/{id}", a, nil, nil, c.ID)
+		if st, _ := commentStatus(t, cs[2], other, c.ID); st != 404 {
+			t.Fatalf("blocked by the %s: the deleted comment answers %d", who, st)
+		}
+		cs[0].want(204, "DELETE", "/v1/blocks/{id}", a, nil, nil, ids[1])
+		cs[1].want(204, "DELETE", "/v1/blocks/{id}", cm, nil, nil, ids[0])
+	}
+}
+
+// TestReplyToObeysVisibility: H replies in S's thread on X's post, and S
+// answers H. Whether V is shown H in that answer's reply_to (among the
+// thread's first replies in both list orders, on /replies and by id: 4
+// reads), as V and H
+// stand: blocked either way or hidden (by moderation, by the post's
+// author): null; muted: collapsed; else H.
+func TestReplyToObeysVisibility(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir())
+	cs, toks, ids := loopbackUsers(t, s, "13800000941", "13800000942", "13800000943", "13800000944")
+	x, sv, v := toks[0], toks[1], toks[3]
+	cases := []struct {
+		name      string
+		set, undo func(h string, hID, reply int64, hc *v1Client)
+		user      bool   // reply_to.user is H
+		collapsed string // reply_to.collapsed
+	}{
+		{name: "none", user: true},
+		{name: "V blocks H", set: func(_ string, hID, _ int64, _ *v1Client) { cs[3].want(204, "PUT", "/v1/blocks/{id}", v, nil, nil, hID) }},
+		{name: "H blocks V", set: func(h string, _, _ int64, hc *v1Client) { hc.want(204, "PUT", "/v1/blocks/{id}", h, nil, nil, ids[3]) }},
+		{name: "V mutes H", user: true, collapsed: "muted_user",
+			set: func(_ string, hID, _ int64, _ *v1Client) { cs[3].want(204, "PUT", "/v1/mutes/{id}", v, nil, nil, hID) }},
+		{name: "H's reply hidden by moderation", set: func(_ string, _, reply int64, _ *v1Client) {
+			s.adminCall("POST", fmt.Sprintf("/admin/comments/%d/hide", reply), 204)
+		}},
+		{name: "H's reply hidden by the post's author", set: func(_ string, _, reply int64, _ *v1Client) {
+			cs[0].want(204, "PUT", "/v1/comments/{id}/hidden", x, nil, nil, reply)
+		}},
+	}
+	for i, tc := range cases {
+		hc := s.from(fmt.Sprintf("127.0.0.%d", 10+i)).v1()
+		h := hc.login(fmt.Sprintf("1380000095%d", i))
+		hID := hc.me(h).ID
+		p := cs[0].publish(x, "X's post: "+tc.name)
+		thread := cs[1].addComment(sv, p.ID, "S's thread", 0)
+		hr := hc.addComment(h, p.ID, "H in S's thread", thread.ID)
+		answer := cs[1].addComment(sv, p.ID, "S answers H", hr.ID)
+		if tc.set != nil {
+			tc.set(h, hID, hr.ID, hc)
+		}
+		var reads []apiComment
+		for _, order := range []string{"top", "new"} {
+			for _, c := range cs[3].comments(v, p.ID, order, 10) {
+				for _, r := range c.Replies {
+					if r.ID == answer.ID {
+						reads = append(reads, r)
+					}
+				}
+			}
+		}
+		var page apiPage[apiComment]
+		cs[3].want(200, "GET", "/v1/comments/{id}/replies", v, nil, &page, thread.ID)
+		for _, r := range page.Data {
+			if r.ID == answer.ID {
+				reads = append(reads, r)
+			}
+		}
+		if st, got := commentStatus(t, cs[3], v, answer.ID); st == 200 {
+			reads = append(reads, got)
+		}
+		if len(reads) != 4 {
+			t.Fatalf("%s: S's answer is in %d of 4 reads", tc.name, len(reads))
+		}
+		for n, r := range reads {
+			gotUser := r.ReplyTo != nil && r.ReplyTo.User != nil && r.ReplyTo.User.ID == hID
+			var coll string
+			if r.ReplyTo != nil {
+				coll = r.ReplyTo.Collapsed
+			}
+			if r.ReplyTo == nil || r.ReplyTo.CommentID != hr.ID || gotUser != tc.user || coll != tc.collapsed || (!gotUser && r.ReplyTo.User != nil) {
+				t.Errorf("%s, read %d: reply_to %+v, want comment %d, H shown %v, collapsed %q", tc.name, n+1, r.ReplyTo, hr.ID, tc.user, tc.collapsed)
+			}
+		}
+	}
+}
+
+// TestReplyNotificationVisibility: B comments on A's post; A blocks B; C
+// replies to B's comment. B is told the post does not exist, and is not
+// told of the reply: not in the list, the unread count or the live stream
+// (D's follow of B, made after, is the next notification event B's stream
+// carries). The same under a post moderation hid: a reply B was told of
+// before leaves the list and the count, and the post's author's reply
+// after is not told.
+func TestReplyNotificationVisibility(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir())
+	cs, toks, ids := loopbackUsers(t, s, "13800000961", "13800000962", "13800000963", "13800000964", "13800000965")
+	a, b, c := toks[0], toks[1], toks[2]
+	st := cs[1].openStream(b, "", "127.0.0.20")
+	// nextFollow reads B's notification events up to the follow of
+	// follower, failing on any that carries post.
+	nextFollow := func(follower int, post int64) {
+		t.Helper()
+		cs[follower].want(204, "PUT", "/v1/following/{id}", toks[follower], nil, nil, ids[1])
+		for {
+			n := notificationEvent(t, cs[1], st)
+			if n.Post != nil && n.Post.ID == post {
+				t.Fatalf("B's stream carries a %s group with post %d, which B is not shown", n.Kind, post)
+			}
+			if n.Kind == "follow" && len(n.Actors) > 0 && n.Actors[0].ID == ids[follower] {
+				return
+			}
+		}
+	}
+	listed := func(post int64) bool {
+		t.Helper()
+		ns := cs[1].notifications(b)
+		if n := cs[1].unread(b); n != len(ns) {
+			t.Errorf("B's unread count %d, but %d groups listed, all unread", n, len(ns))
+		}
+		return slices.ContainsFunc(ns, func(n apiNotification) bool { return n.Post != nil && n.Post.ID == post })
+	}
+
+	p := cs[0].publish(a, "A's post")
+	bc := cs[1].addComment(b, p.ID, "B's comment", 0)
+	cs[0].want(204, "PUT", "/v1/blocks/{id}", a, nil, nil, ids[1])
+	cs[2].addComment(c, p.ID, "C answers B", bc.ID)
+	cs[1].refused(404, "not_found", "GET", "/v1/posts/{id}", b, nil, p.ID)
+	nextFollow(3, p.ID)
+	if listed(p.ID) {
+		t.Fatalf("B's notifications carry the post of an author who blocks B")
+	}
+
+	cs[0].want(204, "DELETE", "/v1/blocks/{id}", a, nil, nil, ids[1])
+	q := cs[0].publish(a, "A's post, to be hidden")
+	qc := cs[1].addComment(b, q.ID, "B's comment", 0)
+	cs[2].addComment(c, q.ID, "C answers B", qc.ID)
+	for n := notificationEvent(t, cs[1], st); n.Post == nil || n.Post.ID != q.ID; n = notificationEvent(t, cs[1], st) {
+	}
+	if !listed(q.ID) {
+		t.Fatal("B's notifications lack the reply under a post B is shown")
+	}
+	s.adminCall("POST", fmt.Sprintf("/admin/posts/%d/hide", q.ID), 204)
+	if listed(q.ID) {
+		t.Fatalf("B's notifications carry a post moderation hid")
+	}
+	cs[2].refused(404, "not_found", "POST", "/v1/posts/{id}/comments", c, map[string]any{"text": "again", "reply_to": qc.ID}, q.ID)
+	cs[0].addComment(a, q.ID, "A answers B under the hidden post", qc.ID)
+	nextFollow(4, q.ID)
+	if listed(q.ID) {
+		t.Fatalf("B's notifications carry a post moderation hid, after a new reply")
+	}
+}
