@@ -11,7 +11,14 @@ package feed
 // A caller gathers the facts (Scene) with a constant number of store calls
 // for a whole page (the posts' moderation, SocialStore.Relations of the
 // viewer to every user involved, the viewer's muted words) and asks See
-// for each item.
+// for each item. Service.ReadSights does it for a set of posts and users:
+//
+//	x, err := s.ReadSights(ctx, readerID, []int64{postID}, []int64{actorID})
+//	// a notification, a push: only when x.Post(postID) != Unseen
+//	// and x.User(actorID) == Shown
+//
+// A post shown through another user (a repost, a quote) asks for both:
+// the post as it is, and the user who brought it as a user alone.
 
 // Sight is how much of something a viewer is shown. The values are
 // ordered: Unseen < Folded < Shown.
