@@ -11,10 +11,11 @@ import (
 // TestWordMatcher checks the one-pass matcher of a reader's words against
 // the rule applied one word at a time (MatchesMutedWord), on random texts
 // and word sets drawn from a small alphabet that mixes spaced and unspaced
-// scripts, case variants, combining marks, punctuation and bytes that are
-// not UTF-8, so that words overlap, nest and sit at every kind of boundary.
+// scripts, case variants, combining marks, format characters, punctuation
+// and bytes that are not UTF-8, so that words overlap, nest and sit at
+// every kind of boundary.
 func TestWordMatcher(t *testing.T) {
-	alphabet := []rune("abAB σΣς,.é\u0301剧透ネタ1_-")
+	alphabet := []rune("abAB σΣς,.é\u0301剧透ネタ1_-\u200b\u00ad\U000e0041")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	str := func(n int, letters bool) string {
 		var b strings.Builder
@@ -92,8 +93,8 @@ func TestFoldRune(t *testing.T) {
 			t.Fatalf("unspacedRune(%U) = %v", r, unspacedRune(r))
 		}
 		if utf8.ValidRune(r) {
-			if got, _ := wordRuneAt(string(r), 0); got != inWord(r) {
-				t.Fatalf("wordRuneAt(%U) = %v, want %v", r, got, inWord(r))
+			if got, want := wordRuneAt(string(r), 0); got != (inWord(r) || formatRune(r)) {
+				t.Fatalf("wordRuneAt(%U) = %v, want %v", r, got, want)
 			}
 		}
 		if r == 0x20000 {
