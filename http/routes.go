@@ -14,7 +14,7 @@ func (s *Server) routes() http.Handler {
 	// admitted (shedding, below) and authenticated: after auth and v1, and
 	// on the logins, which need none.
 	auth := func(h http.Handler) http.Handler { return s.requireUser(s.body(h)) }
-	opt, anon := s.optionalUser, s.body
+	opt, anon := s.optionalUser, s.anonymousBody
 
 	mux.Handle("GET /healthz", s.handleHealthz())
 	mux.Handle("GET /readyz", s.handleReadyz())
