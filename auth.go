@@ -110,11 +110,11 @@ func HashSecret(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *Service) randomString(n int, alphabet string) (string, error) {
+func randomString(rnd io.Reader, n int, alphabet string) (string, error) {
 	var b strings.Builder
 	max := big.NewInt(int64(len(alphabet)))
 	for i := 0; i < n; i++ {
-		k, err := rand.Int(s.rand(), max)
+		k, err := rand.Int(rnd, max)
 		if err != nil {
 			return "", err
 		}
@@ -176,7 +176,7 @@ func (s *Service) SendCode(ctx context.Context, phone string) error {
 			return err
 		}
 	}
-	code, err := s.randomString(6, "0123456789")
+	code, err := randomString(s.rand(), 6, "0123456789")
 	if err != nil {
 		giveBack()
 		return err
@@ -239,11 +239,11 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 	if client != "" {
 		s.refund(ctx, failKey, s.Limits.FailsPerClient)
 	}
-	nick, err := s.randomString(10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	nick, err := NewNickName(s.rand())
 	if err != nil {
 		return "", err
 	}
-	u, err := s.Users.FindOrCreateUser(ctx, phone, "user_"+nick, now)
+	u, err := s.Users.FindOrCreateUser(ctx, phone, nick, now)
 	if err != nil {
 		return "", err
 	}

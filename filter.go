@@ -92,7 +92,8 @@ type ReportedPost struct {
 // NormalizeWord validates a muted word and returns its folded form, the one
 // that is stored and matched. A word is one run of letters, digits and
 // combining marks (no spaces or punctuation), at most MaxMutedWordLen
-// characters.
+// characters; format characters in it are dropped, as in the texts it is
+// matched against (foldString).
 func NormalizeWord(word string) (string, error) {
 	word = strings.TrimSpace(word)
 	switch {
@@ -104,17 +105,23 @@ func NormalizeWord(word string) (string, error) {
 		return "", Errorf(EINVALID, "word must be at most %d characters", MaxMutedWordLen)
 	}
 	for _, r := range word {
-		if !wordRune(r) {
+		if !wordRune(r) && !formatRune(r) {
 			return "", Errorf(EINVALID, "word must be letters and digits only (one word, no spaces or punctuation)")
 		}
 	}
-	return foldString(word), nil
+	if word = foldString(word); word == "" {
+		return "", Errorf(EINVALID, "word must hold a letter or digit")
+	}
+	return word, nil
 }
 
 // MatchesMutedWord reports whether text contains word (a NormalizeWord
-// result) under the muted-word rule: case-insensitive by Unicode simple
-// case folding (so "Σ", "σ" and "ς" match each other), and whole-word,
-// where a word is a run of letters, digits and combining marks. Scripts
+// result) under the muted-word rule: with the text's format characters
+// (Unicode category Cf, such as U+200B ZERO WIDTH SPACE or U+00AD SOFT
+// HYPHEN) removed, since they show nothing and would split a word only to
+// the eye of the matcher; case-insensitive by Unicode simple case folding
+// (so "Σ", "σ" and "ς" match each other); and whole-word, where a word is
+// a run of letters, digits and combining marks. Scripts
 // written without spaces (Han, Hiragana, Katakana) have no word
 // boundaries to find, so a word holding any such character matches
 // wherever it occurs as a substring, and those characters also end the
@@ -148,6 +155,10 @@ func matchFolded(text, word string) bool {
 	}
 	return false
 }
+
+// formatRune reports whether r is a format character (Unicode category
+// Cf), which the muted-word rule ignores.
+func formatRune(r rune) bool { return r >= 0xAD && unicode.Is(unicode.Cf, r) }
 
 func wordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)

@@ -25,6 +25,17 @@ func TestMatchesMutedWord(t *testing.T) {
 		{"CAFÉ", "café", true},               // case of accented letters folds
 		{"e\u0301t\u00e9", "e", false},       // a combining mark continues a word
 		{"", "x", false},
+		// Format characters (Cf) show nothing: they neither split a word
+		// nor join two, in the text or in the word.
+		{"big spoi\u200bler", "spoiler", true},
+		{"big SPOI\u200dLER", "spoiler", true},
+		{"big spoi\u2060ler", "spoiler", true},
+		{"big spoi\u00adler!", "spoiler", true},
+		{"\ufeffspoiler\u200b", "spoiler", true},
+		{"spoi\u200b\u200bler\U000e0020", "spoiler", true},
+		{"spoi\u200bler\u200bs", "spoiler", false}, // still one word, "spoilers"
+		{"剧\u200b透", "剧透", true},
+		{"a spoiler", "spoi\u00adler", true},
 	} {
 		w, err := NormalizeWord(c.word)
 		if err != nil {
@@ -34,7 +45,7 @@ func TestMatchesMutedWord(t *testing.T) {
 			t.Errorf("MatchesMutedWord(%q, %q) = %v, want %v", c.text, c.word, got, c.want)
 		}
 	}
-	for _, bad := range []string{"", " ", "two words", "c++", "a,b", string(make([]rune, MaxMutedWordLen+1))} {
+	for _, bad := range []string{"", " ", "two words", "c++", "a,b", "\u200b\u00ad", string(make([]rune, MaxMutedWordLen+1))} {
 		if _, err := NormalizeWord(bad); ErrorCode(err) != EINVALID {
 			t.Errorf("NormalizeWord(%q) = %v, want EINVALID", bad, err)
 		}

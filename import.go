@@ -15,6 +15,12 @@ import (
 // together with its checkpoint, in one transaction: a re-run resumes after
 // the last batch committed, and no row is written twice.
 
+// MaxImportID is the largest id an import keeps: a source row whose id is
+// above it is skipped. Every imported id then stays exact in a JavaScript
+// number (below 2^53, as web clients read ids), with 2^52 ids of room for
+// feedd's own above the largest imported one.
+const MaxImportID = 1 << 52
+
 // ImportCheckpoint is where the import of one phase of a source stands: a
 // phase is one of the source's tables, read in key order, or a step run
 // after them (the inboxes).
@@ -150,9 +156,11 @@ type ImportStore interface {
 	// reads with it.
 	Comments(ctx context.Context, ids []int64) (map[int64]*Comment, error)
 
-	// ImportedUsers calls fn with every user's id, ascending.
+	// ImportedUsers calls fn with every user's id, ascending (the
+	// importer keeps those the source has).
 	ImportedUsers(ctx context.Context, fn func(id int64)) error
-	// ImportedPosts calls fn with every post's id, author and score.
+	// ImportedPosts calls fn with every post's id, author and score (the
+	// importer keeps those the source has, by the same author).
 	ImportedPosts(ctx context.Context, fn func(id, authorID, score int64)) error
 	// ImportedFollowees returns the users followed by each user whose id
 	// is in [from, to].
@@ -162,6 +170,14 @@ type ImportStore interface {
 	// flags) for the users with at least pullThreshold followers (0:
 	// nobody enters it). It returns the users in pull mode. Idempotent.
 	FinishImport(ctx context.Context, pullThreshold int) (pull []int64, err error)
+}
+
+// OutboxCache is an Outbox that keeps copies of the posts index (Redis):
+// Forget drops the copies of authorIDs, each rebuilt from the posts at its
+// next read. feedd import writes posts to the store alone, and forgets the
+// outboxes of their authors.
+type OutboxCache interface {
+	Forget(ctx context.Context, authorIDs []int64) error
 }
 
 // UserEntries is the entries of one user's inbox.

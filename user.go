@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -18,6 +19,13 @@ type User struct {
 	Fans      int // live count of followers
 	Followee  int // live count of users this user follows
 	CreatedAt time.Time
+}
+
+// NewNickName returns the nickname an account gets at signup: "user_" and
+// ten letters and digits drawn from rnd.
+func NewNickName(rnd io.Reader) (string, error) {
+	s, err := randomString(rnd, 10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	return "user_" + s, err
 }
 
 // UserStore persists users.

@@ -115,7 +115,7 @@ func (m *wordMatcher) scan(text string) (found bool, steps int) {
 								return true, steps
 							}
 						}
-					} else if run = foldString(run); m.inSketch(runKey(run)) {
+					} else if run = foldString(run); run != "" && m.inSketch(runKey(run)) {
 						steps += len(run)
 						if m.whole[run] {
 							return true, steps
@@ -134,8 +134,9 @@ func (m *wordMatcher) scan(text string) (found bool, steps int) {
 	return false, steps
 }
 
-// wordRuneAt reports whether the rune at byte i of text continues a word
-// (inWord), and its size.
+// wordRuneAt reports whether the rune at byte i of text continues a run
+// of word runes (inWord, or a format character, which folding drops), and
+// its size.
 func wordRuneAt(text string, i int) (bool, int) {
 	if b := text[i]; b < utf8.RuneSelf {
 		return asciiInWord[b], 1
@@ -144,12 +145,13 @@ func wordRuneAt(text string, i int) (bool, int) {
 	if r < 0x10000 {
 		return inWordBits()[r/64]&(1<<(r%64)) != 0, size
 	}
-	return inWord(r), size
+	return inWord(r) || formatRune(r), size
 }
 
-// asciiInWord and inWordBits hold inWord of ASCII and of the Basic
-// Multilingual Plane, the latter a bit a rune, built once on first use:
-// the matcher asks for every rune of a text.
+// asciiInWord and inWordBits hold wordRuneAt's answer for ASCII and for
+// the Basic Multilingual Plane, the latter a bit a rune, built once on
+// first use: the matcher asks for every rune of a text. (No format
+// character is ASCII.)
 var (
 	asciiInWord = func() (t [utf8.RuneSelf]bool) {
 		for r := range rune(len(t)) {
@@ -160,7 +162,7 @@ var (
 	inWordBits = sync.OnceValue(func() []uint64 {
 		t := make([]uint64, 0x10000/64)
 		for r := range rune(0x10000) {
-			if inWord(r) {
+			if inWord(r) || formatRune(r) {
 				t[r/64] |= 1 << (r % 64)
 			}
 		}
@@ -295,7 +297,7 @@ func (m *wordMatcher) mutes(v *PostView) bool {
 }
 
 // foldTable maps every rune of the Basic Multilingual Plane to its folded
-// form (foldRune); built once, on first use.
+// form (foldRune, -1 for a format character); built once, on first use.
 var foldTable = sync.OnceValue(func() []rune {
 	t := make([]rune, 0x10000)
 	for r := range rune(len(t)) {
@@ -307,7 +309,10 @@ var foldTable = sync.OnceValue(func() []rune {
 // foldString maps every rune to one canonical form of all its case
 // variants: the lower case of the smallest rune of its simple case folding
 // orbit (so "Σ", "σ" and "ς" all become "σ", and the folded form reads as
-// lower case). Text that is already folded ASCII is returned as is.
+// lower case), and drops the format characters (Unicode category Cf:
+// U+00AD, U+200B, U+200D, U+2060, U+FEFF ...), which show nothing, so that
+// "spoi\u200bler" folds as "spoiler". Text that is already folded ASCII is
+// returned as is.
 func foldString(s string) string {
 	i := 0
 	for i < len(s) && s[i] < utf8.RuneSelf && (s[i] < 'A' || s[i] > 'Z') {
@@ -328,13 +333,16 @@ func foldString(s string) string {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		b = utf8.AppendRune(b, foldRune(r))
+		if f := foldRune(r); f >= 0 {
+			b = utf8.AppendRune(b, f)
+		}
 		i += size
 	}
 	return string(b)
 }
 
-// foldRune is the folded form of r (foldString).
+// foldRune is the folded form of r (foldString), -1 for a format
+// character.
 func foldRune(r rune) rune {
 	switch {
 	case r < utf8.RuneSelf:
@@ -349,6 +357,9 @@ func foldRune(r rune) rune {
 }
 
 func foldSlow(r rune) rune {
+	if formatRune(r) {
+		return -1
+	}
 	m := r
 	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 		m = min(m, f)

@@ -11,10 +11,11 @@ import (
 // TestWordMatcher checks the one-pass matcher of a reader's words against
 // the rule applied one word at a time (MatchesMutedWord), on random texts
 // and word sets drawn from a small alphabet that mixes spaced and unspaced
-// scripts, case variants, combining marks, punctuation and bytes that are
-// not UTF-8, so that words overlap, nest and sit at every kind of boundary.
+// scripts, case variants, combining marks, format characters, punctuation
+// and bytes that are not UTF-8, so that words overlap, nest and sit at
+// every kind of boundary.
 func TestWordMatcher(t *testing.T) {
-	alphabet := []rune("abAB σΣς,.é\u0301剧透ネタ1_-")
+	alphabet := []rune("abAB σΣς,.é\u0301剧透ネタ1_-\u200b\u00ad\U000e0041")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	str := func(n int, letters bool) string {
 		var b strings.Builder
@@ -92,8 +93,8 @@ func TestFoldRune(t *testing.T) {
 			t.Fatalf("unspacedRune(%U) = %v", r, unspacedRune(r))
 		}
 		if utf8.ValidRune(r) {
-			if got, _ := wordRuneAt(string(r), 0); got != inWord(r) {
-				t.Fatalf("wordRuneAt(%U) = %v, want %v", r, got, inWord(r))
+			if got, want := wordRuneAt(string(r), 0); got != (inWord(r) || formatRune(r)) {
+				t.Fatalf("wordRuneAt(%U) = %v, want %v", r, got, want)
 			}
 		}
 		if r == 0x20000 {
@@ -163,6 +164,8 @@ func TestWordMatcherSteps(t *testing.T) {
 		{"two chains of a and b", append(chainWords("a"), chainWords("b")...), strings.Repeat("ab", MaxContent/2)},
 		{"chains and random words", mixed, strings.Repeat("bжb", MaxContent/3)},
 		{"runs like the words", near, strings.Repeat("ayb ", MaxContent/4)},
+		{"format characters inside the runs", mixed, strings.Repeat("b\u200bж\u00adb\u2060 ", MaxContent/6)},
+		{"format characters only", mixed, strings.Repeat("\u200b", MaxContent)},
 		{"random words in prose", mixed[:MaxMutedWords-2*MaxMutedWordLen], prose.String()},
 	} {
 		if len(c.words) > MaxMutedWords {
@@ -170,9 +173,9 @@ func TestWordMatcherSteps(t *testing.T) {
 		}
 		m := newWordMatcher(c.words)
 		found, steps := m.scan(c.text)
-		want := false
+		want, folded := false, foldString(c.text)
 		for _, w := range c.words {
-			want = want || matchFolded(c.text, w)
+			want = want || matchFolded(folded, w)
 		}
 		if found != want {
 			t.Fatalf("%s: matcher %v, rule %v", c.name, found, want)
@@ -264,10 +267,21 @@ func checkUnmuted(b *testing.B, views []PostView, words []string) {
 // words, the baseline), random (200 random words, posts of 2,048
 // characters of short words), chain (the 64 words a, aa, ... against posts
 // of one long word of a's, every position of which ends all of them), near
-// (200 words against runs that each look like one of them: nearPage); and
-// perword, the rule applied word by word to the random page.
+// (200 words against runs that each look like one of them: nearPage),
+// format (the random page with a U+200B inside every word: each run is
+// folded); and perword, the rule applied word by word to the random page.
 func BenchmarkMutedWords(b *testing.B) {
 	randomViews, randomWords := mutedPage(b)
+	formatViews := make([]PostView, len(randomViews))
+	for i, v := range randomViews {
+		p := *v.Post
+		var c strings.Builder
+		for _, w := range strings.Fields(p.Content) {
+			c.WriteString(w[:len(w)/2] + "\u200b" + w[len(w)/2:] + " ")
+		}
+		p.Content = c.String()
+		formatViews[i] = PostView{Post: &p}
+	}
 	chainViews, chainWords := chainPage(b)
 	nearViews, nearWords := nearPage(b)
 	page := func(views []PostView, words []string) func(*testing.B) {
@@ -286,6 +300,7 @@ func BenchmarkMutedWords(b *testing.B) {
 	b.Run("random", page(randomViews, randomWords))
 	b.Run("chain", page(chainViews, chainWords))
 	b.Run("near", page(nearViews, nearWords))
+	b.Run("format", page(formatViews, randomWords))
 	b.Run("perword", func(b *testing.B) {
 		for b.Loop() {
 			for i := range randomViews {

@@ -31,6 +31,7 @@ const (
 	WriteMutedWord                     // a muted word added or removed
 	WriteNotification                  // notifications marked read or dismissed
 	WriteComment                       // a comment or reply added
+	WriteEdit                          // a change to a post (PATCH /v1/posts/{id})
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
@@ -45,12 +46,14 @@ type WriteLimits struct {
 	MutedWords    Limit
 	Notifications Limit
 	Comments      Limit
+	Edits         Limit
 }
 
 // DefaultWriteLimits are the limits the command starts with. A delete
 // costs what a post costs (a fan-out to the author's audience), a block
 // what a follow change costs (it removes follows both ways); mutes and
-// muted words are one row each, notification changes one statement.
+// muted words are one row each, notification changes and changes to a
+// post one statement.
 var DefaultWriteLimits = WriteLimits{
 	Posts:         Limit{30, time.Minute},
 	Follows:       Limit{60, time.Minute},
@@ -62,6 +65,7 @@ var DefaultWriteLimits = WriteLimits{
 	MutedWords:    Limit{60, time.Minute},
 	Notifications: Limit{120, time.Minute},
 	Comments:      Limit{60, time.Minute},
+	Edits:         Limit{60, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -81,6 +85,7 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		WriteMutedWord:    {l.MutedWords, "mutedword:user:", "muted word changes"},
 		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
 		WriteComment:      {l.Comments, "comment:user:", "comments"},
+		WriteEdit:         {l.Edits, "edit:user:", "changes to posts"},
 	}
 	r := rules[kind]
 	return r.limit, r.key, r.what

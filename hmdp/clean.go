@@ -1,6 +1,7 @@
 package hmdp
 
 import (
+	"crypto/rand"
 	"html"
 	"regexp"
 	"slices"
@@ -14,13 +15,14 @@ import (
 // lists them). The store adds its own skips: feed.SkipIDTaken,
 // feed.SkipDuplicatePhone and feed.SkipDuplicate.
 const (
-	SkipMissingUser   = "missing_user"   // a follow, like or comment of a user not imported
-	SkipMissingAuthor = "missing_author" // a post by a user not imported
-	SkipMissingPost   = "missing_post"   // a like, feed entry or comment of a post not imported
-	SkipSelfFollow    = "self_follow"    // a user following themselves
-	SkipMalformed     = "malformed"      // a Redis member that is no id, or a score that is no time
-	SkipMissingThread = "missing_thread" // a reply whose parent_id is no imported top-level comment of its post
-	SkipEmptyText     = "empty_text"     // a comment with no text left once cleaned
+	SkipMissingUser   = "missing_user"    // a follow, like or comment of a user not imported
+	SkipMissingAuthor = "missing_author"  // a post by a user not imported
+	SkipMissingPost   = "missing_post"    // a like, feed entry or comment of a post not imported
+	SkipSelfFollow    = "self_follow"     // a user following themselves
+	SkipMalformed     = "malformed"       // a Redis member that is no id, or a score that is no time
+	SkipMissingThread = "missing_thread"  // a reply whose parent_id is no imported top-level comment of its post
+	SkipEmptyText     = "empty_text"      // a comment with no text left once cleaned
+	SkipIDOutOfRange  = "id_out_of_range" // a user, post or comment whose id is above feed.MaxImportID
 
 	CleanInvalidUTF8 = "invalid_utf8"  // bytes that are not UTF-8, replaced by U+FFFD
 	CleanMarkup      = "markup"        // HTML tags and entities, turned into the text they showed
@@ -78,9 +80,14 @@ func (c *cleaner) text(s string) string {
 }
 
 // title cleans a post's title to what feedd takes (feed.PostInput.Validate):
-// valid UTF-8, no markup (a "<" left that could open a tag gets a space
-// after it), no control characters, at most feed.MaxTitle characters.
-func (c *cleaner) title(s string) string {
+// a line, at most feed.MaxTitle characters.
+func (c *cleaner) title(s string) string { return c.cut(c.line(s), feed.MaxTitle) }
+
+// line cleans a text that the tutorial's pages show as HTML (a title, a
+// user's names) to what a title may hold: valid UTF-8, no markup (a "<"
+// left that could open a tag gets a space after it), no control
+// characters.
+func (c *cleaner) line(s string) string {
 	s = c.text(c.utf8(s))
 	s = c.drop(s, feed.RefusedInTitle)
 	var b strings.Builder
@@ -91,7 +98,19 @@ func (c *cleaner) title(s string) string {
 			b.WriteByte(' ')
 		}
 	}
-	return c.cut(b.String(), feed.MaxTitle)
+	return b.String()
+}
+
+// nick cleans a nickname as a line; one that had text and has none left
+// (it was all markup) gets the kind of name signup gives (feed.NewNickName).
+func (c *cleaner) nick(s string) string {
+	n := c.line(s)
+	if strings.TrimSpace(n) == "" && strings.TrimSpace(s) != "" {
+		if name, err := feed.NewNickName(rand.Reader); err == nil {
+			return name
+		}
+	}
+	return n
 }
 
 // content cleans a post's content: valid UTF-8, no markup, no NUL, at most
@@ -108,12 +127,6 @@ func (c *cleaner) body(s string, max int) string {
 	s = c.text(c.utf8(s))
 	s = c.drop(s, func(r rune) bool { return r == 0 })
 	return c.cut(s, max)
-}
-
-// plain cleans a user's text (nickname, city, introduction): valid UTF-8,
-// without the characters titles refuse.
-func (c *cleaner) plain(s string) string {
-	return c.drop(c.utf8(s), feed.RefusedInTitle)
 }
 
 // drop removes the runes refused.

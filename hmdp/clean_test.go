@@ -2,6 +2,7 @@ package hmdp
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -67,8 +68,27 @@ func TestCleanPostValidates(t *testing.T) {
 
 func TestCleanUser(t *testing.T) {
 	var cl cleaner
-	if got := cl.plain("Dave\u202e\a"); got != "Dave" {
-		t.Errorf("plain: %q", got)
+	if got := cl.line("Dave\u202e\a"); got != "Dave" {
+		t.Errorf("line: %q", got)
+	}
+	// Nicknames: the compatible pages render them as HTML.
+	for in, want := range map[string]string{
+		"Alice":             "Alice",
+		"<b>Bo</b>":         "Bo",
+		"&lt;img src=x&gt;": "< img src=x>",
+		"a<b":               "a< b",
+		"":                  "",
+		"<3 cats":           "<3 cats",
+		"Dave\u202e":        "Dave",
+	} {
+		var cl cleaner
+		if got := cl.nick(in); got != want {
+			t.Errorf("nick(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var nc cleaner
+	if got := nc.nick("<img src=x onerror=alert(1)>"); !regexp.MustCompile(`^user_[a-zA-Z0-9]{10}$`).MatchString(got) || !slices.Equal(nc.kinds, []string{CleanMarkup}) {
+		t.Errorf("a nickname of markup only: %q, cleaned %v; want a name as signup gives, counted as markup", got, nc.kinds)
 	}
 	for icon, want := range map[string]string{"": "", "/imgs/i.jpg": "/imgs/i.jpg", " https://x/y.png ": "https://x/y.png", "javascript:alert(1)": "", "x\" onerror=\"y": ""} {
 		if got := cl.icon(icon); got != want {

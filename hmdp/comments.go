@@ -22,82 +22,76 @@ type commentRef struct{ post, parent int64 }
 // its thread answers the top-level comment. status 1 (reported) and 2
 // (hidden) are feedd's. No notification is made.
 func (r *run) importComments(ctx context.Context) error {
-	total, err := r.counted(ctx, "tb_blog_comments")
-	if err != nil {
-		return err
-	}
 	// Ids of the store's own comments that the source has too.
 	taken := map[int64]bool{}
 	for _, id := range r.cp(PhaseComments).Counts.Taken {
 		taken[id] = true
 	}
-	return table(ctx, r, PhaseComments, total, min(r.o.Batch, wideBatch), r.src.comments, func(c srcComment) int64 { return c.id },
-		func(ctx context.Context, rows []srcComment, b *batch) error {
-			known, err := r.commentRefs(ctx, rows, taken)
-			if err != nil {
-				return err
+	var known map[int64]commentRef // the comments the batch's rows refer to
+	return phaseRows(ctx, r, rows[srcComment, *feed.Comment]{
+		phase: PhaseComments, table: "tb_blog_comments", ids: true, batch: min(r.o.Batch, wideBatch), read: r.src.comments,
+		key: func(c srcComment) int64 { return c.id },
+		prepare: func(ctx context.Context, src []srcComment) (err error) {
+			known, err = r.commentRefs(ctx, src, taken)
+			return err
+		},
+		convert: func(b *batch, s srcComment, keep func(*feed.Comment, int64)) {
+			switch _, ok := r.posts[s.blog]; {
+			case !ok:
+				r.skip(b, SkipMissingPost, s.id, fmt.Sprintf("blog_id %d", s.blog))
+				return
+			case !r.users[s.user]:
+				r.skip(b, SkipMissingUser, s.id, fmt.Sprintf("user_id %d", s.user))
+				return
 			}
-			comments := make([]*feed.Comment, 0, len(rows))
-			for _, s := range rows {
-				switch _, ok := r.posts[s.blog]; {
-				case !ok:
-					r.skip(b, SkipMissingPost, s.id, fmt.Sprintf("blog_id %d", s.blog))
-					continue
-				case !r.users[s.user]:
-					r.skip(b, SkipMissingUser, s.id, fmt.Sprintf("user_id %d", s.user))
-					continue
+			var cl cleaner
+			c := &feed.Comment{ID: s.id, PostID: s.blog, UserID: s.user, Liked: max(s.liked, 0),
+				CreatedAt: time.UnixMilli(s.created), UpdatedAt: time.UnixMilli(max(s.updated, s.created))}
+			if s.parent != 0 {
+				if p, ok := known[s.parent]; !ok || p.parent != 0 || p.post != s.blog {
+					r.skip(b, SkipMissingThread, s.id, fmt.Sprintf("parent_id %d", s.parent))
+					return
 				}
-				var cl cleaner
-				c := &feed.Comment{ID: s.id, PostID: s.blog, UserID: s.user, Liked: max(s.liked, 0),
-					CreatedAt: time.UnixMilli(s.created), UpdatedAt: time.UnixMilli(max(s.updated, s.created))}
-				if s.parent != 0 {
-					if p, ok := known[s.parent]; !ok || p.parent != 0 || p.post != s.blog {
-						r.skip(b, SkipMissingThread, s.id, fmt.Sprintf("parent_id %d", s.parent))
-						continue
-					}
-					c.ParentID, c.AnswerID = s.parent, s.answer
-					if a, ok := known[s.answer]; s.answer != s.parent && (!ok || a.parent != s.parent) {
-						c.AnswerID = s.parent
-						cl.mark(CleanBadAnswer)
-					}
-				} else if s.answer != 0 {
-					cl.mark(CleanBadAnswer) // a top-level comment answers none
+				c.ParentID, c.AnswerID = s.parent, s.answer
+				if a, ok := known[s.answer]; s.answer != s.parent && (!ok || a.parent != s.parent) {
+					c.AnswerID = s.parent
+					cl.mark(CleanBadAnswer)
 				}
-				c.Text = cl.comment(s.content)
-				if strings.TrimSpace(c.Text) == "" {
-					r.skip(b, SkipEmptyText, s.id, "")
-					continue
-				}
-				switch s.status {
-				case 0, 1, 2:
-					c.Status = feed.CommentStatus(s.status)
-				default:
-					c.Status = feed.CommentHidden
-					cl.mark(CleanBadStatus)
-				}
-				r.cleaned(b, &cl, s.id)
-				comments = append(comments, c)
-				if _, own := known[s.id]; !own {
-					known[s.id] = commentRef{c.PostID, c.ParentID} // a thread for the replies after it
-				}
+			} else if s.answer != 0 {
+				cl.mark(CleanBadAnswer) // a top-level comment answers none
 			}
-			b.read, b.written, b.key = len(rows), len(comments), func(i int) int64 { return comments[i].ID }
-			skipped, err := r.store(b, func(c feed.ImportCommit) error { return r.o.Store.ImportComments(ctx, comments, c) })
-			if err != nil {
-				return err
+			c.Text = cl.comment(s.content)
+			if strings.TrimSpace(c.Text) == "" {
+				r.skip(b, SkipEmptyText, s.id, "")
+				return
 			}
-			for i, c := range comments {
-				switch skipped[i] {
-				case "":
-					if r.o.Store == nil {
-						r.comments[c.ID] = commentRef{c.PostID, c.ParentID}
-					}
-				case feed.SkipIDTaken:
-					taken[c.ID] = true
+			switch s.status {
+			case 0, 1, 2:
+				c.Status = feed.CommentStatus(s.status)
+			default:
+				c.Status = feed.CommentHidden
+				cl.mark(CleanBadStatus)
+			}
+			r.cleaned(b, &cl, s.id)
+			keep(c, s.id)
+			if _, own := known[s.id]; !own {
+				known[s.id] = commentRef{c.PostID, c.ParentID} // a thread for the replies after it
+			}
+		},
+		write: func(ctx context.Context, comments []*feed.Comment, c feed.ImportCommit) error {
+			return r.o.Store.ImportComments(ctx, comments, c)
+		},
+		stored: func(c *feed.Comment, reason string) {
+			switch reason {
+			case "":
+				if r.o.Store == nil {
+					r.comments[c.ID] = commentRef{c.PostID, c.ParentID}
 				}
+			case feed.SkipIDTaken:
+				taken[c.ID] = true
 			}
-			return nil
-		})
+		},
+	})
 }
 
 // commentRefs returns the comments imported before rows among those rows

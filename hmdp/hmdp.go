@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -38,8 +40,11 @@ const (
 	PhaseFollows  = "tb_follow"
 	PhaseLikes    = "blog:liked"
 	PhaseComments = "tb_blog_comments"
-	PhaseInboxes  = "inboxes"
-	PhaseFeeds    = "feed"
+	// PhaseLikesAgain reads every post's blog:liked set again
+	// (Options.ResyncLikes), for the likes added to posts imported before.
+	PhaseLikesAgain = "likes-resync"
+	PhaseInboxes    = "inboxes"
+	PhaseFeeds      = "feed"
 )
 
 // DefaultBatch is how many source rows a batch reads and writes by
@@ -63,6 +68,15 @@ type Options struct {
 	Store feed.ImportStore
 	// Inbox is where the inboxes go (the store's, or Redis).
 	Inbox feed.Inbox
+	// Outbox is the service's outboxes: when they are copies of the posts
+	// (feed.OutboxCache, Redis), the import forgets those of the authors
+	// whose posts it brought, each rebuilt with them at its next read.
+	Outbox feed.Outbox
+	// ResyncLikes reads the likes of every post again (PhaseLikesAgain):
+	// a run imports the likes of the posts it reads for the first time
+	// only, so likes added in the source to posts imported before come over
+	// only so. Needs the source's Redis.
+	ResyncLikes bool
 	// KeepFeeds fills each inbox from the tutorial's feed:{userId} instead
 	// of building it from the follows (needs the source's Redis).
 	KeepFeeds bool
@@ -177,6 +191,8 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 		return nil, errors.New("hmdp: no MySQL source")
 	case o.KeepFeeds && src.Redis == nil:
 		return nil, errors.New("keeping the tutorial's feeds needs its Redis (--redis)")
+	case o.ResyncLikes && src.Redis == nil:
+		return nil, errors.New("reading the likes again needs the tutorial's Redis (--redis)")
 	case o.Store != nil && o.Inbox == nil:
 		return nil, errors.New("hmdp: no inbox store")
 	}
@@ -188,7 +204,10 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 	}
 	steps := []func(context.Context) error{r.importUsers, r.importPosts, r.importFollows}
 	if src.Redis != nil {
-		steps = append(steps, r.importLikes)
+		steps = append(steps, r.importLikes(PhaseLikes))
+	}
+	if o.ResyncLikes {
+		steps = append(steps, r.importLikes(PhaseLikesAgain))
 	}
 	steps = append(steps, r.importComments, r.finish)
 	for _, step := range steps {
@@ -200,8 +219,14 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 	return r.report, nil
 }
 
-// load reads the checkpoints and what the store holds: the users and posts
-// that rows read later may refer to.
+// load reads the checkpoints and what the store holds that rows read
+// later may refer to: the users and posts that earlier runs imported.
+// Those are the store's users and posts that the source has (as far as its
+// checkpoints went), by the same author, less those the store already had
+// (ImportCounts.Taken): a user or post of feedd's own is never taken for
+// the source's, whatever its id, and a source row that refers to a user
+// missing from the source is skipped, never credited to feedd's user of
+// that id.
 func (r *run) load(ctx context.Context) error {
 	st := r.o.Store
 	if st == nil {
@@ -214,20 +239,70 @@ func (r *run) load(ctx context.Context) error {
 	for _, cp := range cps {
 		r.cps[cp.Phase] = cp
 	}
-	if err := st.ImportedUsers(ctx, func(id int64) { r.users[id] = true }); err != nil {
+	// The source's users and posts read so far, each confirmed once the
+	// store is found to hold it.
+	users := map[int64]bool{}
+	if err := upTo(ctx, r.cp(PhaseUsers).Last, r.src.userIDs, func(id int64) int64 { return id }, func(id int64) { users[id] = false }); err != nil {
+		return fmt.Errorf("read the source's users: %w", err)
+	}
+	if err := st.ImportedUsers(ctx, func(id int64) {
+		if _, ok := users[id]; ok {
+			users[id] = true
+		}
+	}); err != nil {
 		return fmt.Errorf("read the store's users: %w", err)
 	}
 	for _, id := range r.cps[PhaseUsers].Counts.Taken {
-		delete(r.users, id) // a user of the store's own, not the source's
+		delete(users, id) // a user of the store's own, not the source's
 	}
-	if err := st.ImportedPosts(ctx, func(id, author, score int64) { r.posts[id] = postRef{author, score} }); err != nil {
+	for id, ok := range users {
+		if ok {
+			r.users[id] = true
+		}
+	}
+	const unconfirmed = math.MinInt64
+	if err := upTo(ctx, r.cp(PhasePosts).Last, r.src.postAuthors, func(p likedPost) int64 { return p.id }, func(p likedPost) {
+		if r.users[p.author] {
+			r.posts[p.id] = postRef{p.author, unconfirmed}
+		}
+	}); err != nil {
+		return fmt.Errorf("read the source's posts: %w", err)
+	}
+	if err := st.ImportedPosts(ctx, func(id, author, score int64) {
+		if p, ok := r.posts[id]; ok && p.author == author {
+			r.posts[id] = postRef{author, score}
+		}
+	}); err != nil {
 		return fmt.Errorf("read the store's posts: %w", err)
 	}
 	for _, id := range r.cps[PhasePosts].Counts.Taken {
 		delete(r.posts, id)
 	}
+	maps.DeleteFunc(r.posts, func(_ int64, p postRef) bool { return p.score == unconfirmed })
 	return nil
 }
+
+// upTo calls fn with each row that read returns in key order, up to the
+// key last.
+func upTo[T any](ctx context.Context, last int64, read func(ctx context.Context, after int64, n int) ([]T, error), key func(T) int64, fn func(T)) error {
+	for after := int64(0); after < last; {
+		rows, err := read(ctx, after, loadBatch)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		for _, row := range rows {
+			if key(row) > last {
+				return nil
+			}
+			fn(row)
+		}
+		after = key(rows[len(rows)-1])
+	}
+	return nil
+}
+
+// loadBatch is how many source ids a read of load takes.
+const loadBatch = 100_000
 
 // cp returns phase's checkpoint.
 func (r *run) cp(phase string) feed.ImportCheckpoint {
@@ -261,6 +336,9 @@ type batch struct {
 	// key of row i, for the store's skips.
 	written int
 	key     func(i int) int64
+	// already is a reason the store skips a row for that means it is
+	// there already: such rows are neither imported nor skipped ("": none).
+	already string
 
 	// Set by commit once the store committed.
 	cp    feed.ImportCheckpoint
@@ -286,6 +364,9 @@ func (r *run) commit(b *batch) feed.ImportCommit {
 			cp.Counts.Clean(k, n)
 		}
 		for _, s := range skips {
+			if s.Reason == b.already {
+				continue
+			}
 			cp.Counts.Skip(s.Reason, 1)
 			if s.Reason == feed.SkipIDTaken {
 				cp.Counts.Taken = append(cp.Counts.Taken, b.key(s.Index))
@@ -331,10 +412,10 @@ func (r *run) store(b *batch, write func(feed.ImportCommit) error) (map[int]stri
 // batch (setting b.read, the source rows it stood for). Batches hold n
 // rows. A reader goroutine keeps the next batch ready while one is
 // written. total is the source's size, for the progress display (-1:
-// unknown).
+// unknown). end, if set, runs once the source is read to its end.
 func table[T any](ctx context.Context, r *run, phase string, total int64, n int,
 	read func(ctx context.Context, after int64, n int) ([]T, error), last func(T) int64,
-	write func(ctx context.Context, rows []T, b *batch) error) error {
+	write func(ctx context.Context, rows []T, b *batch) error, end func(ctx context.Context) error) error {
 	cp := r.cp(phase)
 	p := newProgress(r.o.Progress, phase, cp.Counts.Read, total)
 	started, readBefore, cpu := time.Now(), cp.Counts.Read, r.cpu()
@@ -380,6 +461,14 @@ func table[T any](ctx context.Context, r *run, phase string, total int64, n int,
 			return err
 		}
 		p.add(b.read)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if end != nil {
+		if err := end(ctx); err != nil {
+			return err
+		}
 	}
 	cp = r.cp(phase)
 	p.done(cp.Counts.Read - readBefore)

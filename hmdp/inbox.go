@@ -37,6 +37,9 @@ func (r *run) finish(ctx context.Context) error {
 		return fmt.Errorf("count follows and set pull mode: %w", err)
 	}
 	r.report.Pull = len(pull)
+	if err := r.forgetOutboxes(ctx); err != nil {
+		return err
+	}
 	pulls := make(map[int64]bool, len(pull))
 	for _, id := range pull {
 		pulls[id] = true
@@ -45,6 +48,27 @@ func (r *run) finish(ctx context.Context) error {
 		return r.keepFeeds(ctx)
 	}
 	return r.buildInboxes(ctx, pulls)
+}
+
+// forgetOutboxes drops the outboxes of the imported posts' authors where
+// they are copies of the posts (feed.OutboxCache: Redis), which the import
+// did not write to: each is rebuilt from the posts, those brought
+// included, at its next read (a pull-mode author's readers, a follow's
+// backfill).
+func (r *run) forgetOutboxes(ctx context.Context) error {
+	oc, ok := r.o.Outbox.(feed.OutboxCache)
+	if !ok {
+		return nil
+	}
+	authors := make([]int64, 0, len(r.posts))
+	for _, p := range r.posts {
+		authors = append(authors, p.author)
+	}
+	slices.Sort(authors)
+	if err := oc.Forget(ctx, slices.Compact(authors)); err != nil {
+		return fmt.Errorf("forget the outboxes of the imported authors: %w", err)
+	}
+	return nil
 }
 
 // buildInboxes builds the inbox of every imported user as fan-out and
@@ -94,7 +118,7 @@ func (r *run) buildInboxes(ctx context.Context, pull map[int64]bool) error {
 			}
 			b.read = len(ids)
 			return r.storeInboxes(ctx, b, inboxes, false)
-		})
+		}, nil)
 }
 
 // keepFeeds fills the inbox of every imported user with the posts of
@@ -145,7 +169,7 @@ func (r *run) keepFeeds(ctx context.Context) error {
 				inboxes = append(inboxes, feed.UserEntries{UserID: u, Entries: es})
 			}
 			return r.storeInboxes(ctx, b, inboxes, true)
-		})
+		}, nil)
 }
 
 // storeInboxes writes a batch of inboxes, then its checkpoint.

@@ -55,6 +55,9 @@ func (r *Report) Text() string {
 	if p := r.Phase(PhaseInboxes); p != nil {
 		fmt.Fprintf(&b, "inboxes: read counts users, imported counts entries (built from the follows)\n")
 	}
+	if p := r.Phase(PhaseLikesAgain); p != nil {
+		fmt.Fprintf(&b, "likes-resync: every post's likes read again; those already here are neither imported nor skipped\n")
+	}
 	if p := r.Phase(PhaseFeeds); p != nil {
 		fmt.Fprintf(&b, "feed: read and imported count entries of the tutorial's feed:{userId}\n")
 	}

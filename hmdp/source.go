@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	feed "github.com/feedd/feedd"
 )
 
 // Schema is the tutorial's tables as its SQL file defines them (MySQL,
@@ -40,6 +42,29 @@ func (s *Source) feedKey(userID int64) string {
 	return s.Prefix + "feed:" + strconv.FormatInt(userID, 10)
 }
 
+// The tutorial's ids are BIGINT UNSIGNED: a read keeps the rows whose ids
+// are at most feed.MaxImportID (beyond counts the others), and reads an id
+// that refers to another row as ref, which maps every id above the bound
+// to outOfRange, one that no imported row has.
+var (
+	inRange    = strconv.FormatInt(feed.MaxImportID, 10)
+	outOfRange = int64(feed.MaxImportID + 1)
+)
+
+func ref(col string) string {
+	return "CAST(LEAST(" + col + ", " + strconv.FormatInt(outOfRange, 10) + ") AS SIGNED)"
+}
+
+// beyond counts the rows of a source table whose ids are above
+// feed.MaxImportID, and names the first of them.
+func (s *Source) beyond(ctx context.Context, table string) (n int64, first string, err error) {
+	err = s.MySQL.QueryRowContext(ctx, "SELECT count(*), COALESCE(CAST(MIN(id) AS CHAR), '') FROM "+table+" WHERE id > "+inRange).Scan(&n, &first)
+	if err != nil {
+		err = fmt.Errorf("count the ids of %s out of range: %w", table, err)
+	}
+	return n, first, err
+}
+
 // ms is a MySQL TIMESTAMP or DATETIME column as Unix milliseconds:
 // UNIX_TIMESTAMP reads a DATETIME in the session's time zone (the DSN's
 // time_zone, else the server's).
@@ -55,7 +80,7 @@ func (s *Source) users(ctx context.Context, after int64, n int) ([]srcUser, erro
 	rows, err := s.MySQL.QueryContext(ctx, `SELECT u.id, u.phone, COALESCE(u.nick_name, ''), COALESCE(u.icon, ''),
 		COALESCE(i.city, ''), COALESCE(i.introduce, ''), `+ms("u.create_time")+`
 		FROM tb_user u LEFT JOIN tb_user_info i ON i.user_id = u.id
-		WHERE u.id > ? ORDER BY u.id LIMIT ?`, after, n)
+		WHERE u.id > ? AND u.id <= `+inRange+` ORDER BY u.id LIMIT ?`, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("read tb_user: %w", err)
 	}
@@ -79,9 +104,9 @@ type srcPost struct {
 }
 
 func (s *Source) posts(ctx context.Context, after int64, n int) ([]srcPost, error) {
-	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, shop_id, user_id, title, images, content,
+	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, shop_id, `+ref("user_id")+`, title, images, content,
 		COALESCE(liked, 0), COALESCE(comments, 0), `+ms("create_time")+`, `+ms("update_time")+`
-		FROM tb_blog WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+		FROM tb_blog WHERE id > ? AND id <= `+inRange+` ORDER BY id LIMIT ?`, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("read tb_blog: %w", err)
 	}
@@ -99,7 +124,7 @@ func (s *Source) posts(ctx context.Context, after int64, n int) ([]srcPost, erro
 
 // userIDs lists tb_user's ids after after: the users whose feeds come next.
 func (s *Source) userIDs(ctx context.Context, after int64, n int) ([]int64, error) {
-	return s.ids(ctx, `SELECT id FROM tb_user WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+	return s.ids(ctx, `SELECT id FROM tb_user WHERE id > ? AND id <= `+inRange+` ORDER BY id LIMIT ?`, after, n)
 }
 
 func (s *Source) ids(ctx context.Context, q string, after int64, n int) ([]int64, error) {
@@ -124,7 +149,7 @@ type srcFollow struct {
 }
 
 func (s *Source) follows(ctx context.Context, after int64, n int) ([]srcFollow, error) {
-	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, user_id, follow_user_id, `+ms("create_time")+`
+	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, `+ref("user_id")+`, `+ref("follow_user_id")+`, `+ms("create_time")+`
 		FROM tb_follow WHERE id > ? ORDER BY id LIMIT ?`, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("read tb_follow: %w", err)
@@ -149,9 +174,9 @@ type srcComment struct {
 }
 
 func (s *Source) comments(ctx context.Context, after int64, n int) ([]srcComment, error) {
-	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, user_id, blog_id, COALESCE(parent_id, 0), COALESCE(answer_id, 0), COALESCE(content, ''),
-		COALESCE(liked, 0), COALESCE(status, 0), `+ms("create_time")+`, `+ms("update_time")+`
-		FROM tb_blog_comments WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+	rows, err := s.MySQL.QueryContext(ctx, `SELECT id, `+ref("user_id")+`, `+ref("blog_id")+`, `+ref("COALESCE(parent_id, 0)")+`,
+		`+ref("COALESCE(answer_id, 0)")+`, COALESCE(content, ''), COALESCE(liked, 0), COALESCE(status, 0), `+ms("create_time")+`, `+ms("update_time")+`
+		FROM tb_blog_comments WHERE id > ? AND id <= `+inRange+` ORDER BY id LIMIT ?`, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("read tb_blog_comments: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	feed "github.com/feedd/feedd"
@@ -23,7 +23,12 @@ import (
 // read or held is counted against one budget of memory
 // (Server.BodyMemory), counting the buffers as they grow with what has
 // arrived, not the length a client declares: past it, a request is
-// refused with 503 and Retry-After.
+// refused with 503 and Retry-After. One client (feed.Client: an address,
+// or an IPv6 /64) holds at most its share of the budget (clientShare), so
+// a client that opens many connections and stalls their bodies refuses
+// only its own requests. A route without a login reads at most
+// MaxAnonymousBody (the login's few dozen bytes), and a body that does not
+// arrive within Server.BodyTimeout is answered 408 and given back.
 
 // DefaultBodyTimeout is how long a request body may take to arrive
 // (Server.BodyTimeout).
@@ -37,6 +42,14 @@ const DefaultBodyMemory = 64 << 20
 // MinBodyMemory is the least Server.BodyMemory: one body of MaxBody fits.
 const MinBodyMemory = MaxBody
 
+// MaxAnonymousBody is the largest body a route without a login reads: a
+// login or a code request is a few dozen bytes of JSON.
+const MaxAnonymousBody = 4 << 10
+
+// clientShare is one client's share of a body budget of limit bytes: a
+// sixteenth (4 MiB of the default), and at least one body of MaxBody.
+func clientShare(limit int64) int64 { return min(limit, max(limit/16, MaxBody)) }
+
 // errBodyMemory is the refusal of a body that does not fit in the budget.
 var errBodyMemory = feed.Errorf(feed.EBUSY, "server busy: too many request bodies arriving; retry after a moment")
 
@@ -45,32 +58,43 @@ var errBodyMemory = feed.Errorf(feed.EBUSY, "server busy: too many request bodie
 // tests find (it answers 500).
 var errBodyUnadmitted = errors.New("request body read before its request was admitted (route without the body step)")
 
-// budget counts bytes of memory against a limit; a nil or zero budget has
-// no limit.
+// budget counts bytes of memory against a limit, and each client's
+// against its share (clientShare); a nil or zero budget has no limit.
 type budget struct {
 	limit int64
-	used  atomic.Int64
+	mu    sync.Mutex
+	used  int64
+	by    map[string]int64 // what each client holds, while it holds any
 }
 
-// take counts n more bytes; false, counting nothing, when they do not fit.
-func (b *budget) take(n int64) bool {
+func newBudget(limit int64) *budget { return &budget{limit: limit, by: map[string]int64{}} }
+
+// take counts n more bytes of client; false, counting nothing, when they
+// do not fit in the budget or in the client's share of it.
+func (b *budget) take(client string, n int64) bool {
 	if b == nil || b.limit <= 0 {
 		return true
 	}
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit || b.by[client]+n > clientShare(b.limit) {
+		return false
 	}
+	b.used += n
+	b.by[client] += n
+	return true
 }
 
-func (b *budget) give(n int64) {
-	if b != nil && b.limit > 0 && n != 0 {
-		b.used.Add(-n)
+// give gives back n bytes that client took.
+func (b *budget) give(client string, n int64) {
+	if b == nil || b.limit <= 0 || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if b.by[client] -= n; b.by[client] <= 0 {
+		delete(b.by, client)
 	}
 }
 
@@ -78,14 +102,15 @@ func (b *budget) give(n int64) {
 // unknown or larger; it doubles as the body arrives.
 const firstBuffer = 4 << 10
 
-// read reads src into a buffer counted against b as it grows: at most
-// declared bytes when declared > 0 (the server stops a body at its
-// Content-Length), else at most MaxBody (src is limitBody's
-// MaxBytesReader, which fails past MaxBody). It returns what it read, the
-// bytes it counted (the caller gives them back when done with the buffer)
-// and the read's error; errBodyMemory when the buffer could not grow.
-func (b *budget) read(src io.Reader, declared int64) (buf []byte, counted int64, err error) {
-	limit := int64(MaxBody)
+// read reads src, client's body, into a buffer counted against b as it
+// grows: at most declared bytes when declared > 0 (the server stops a body
+// at its Content-Length; the caller refused one declared over most), else
+// at most most bytes, failing with http.MaxBytesError past them. It
+// returns what it read, the bytes it counted (the caller gives them back
+// when done with the buffer) and the read's error; errBodyMemory when the
+// buffer could not grow.
+func (b *budget) read(client string, src io.Reader, declared, most int64) (buf []byte, counted int64, err error) {
+	limit := most
 	if declared > 0 {
 		limit = min(declared, limit)
 	}
@@ -94,13 +119,13 @@ func (b *budget) read(src io.Reader, declared int64) (buf []byte, counted int64,
 			if declared > 0 {
 				return buf, counted, nil
 			}
-			// A body of unknown length that filled MaxBody: it ends here,
-			// or src refuses the rest.
+			// A body of unknown length that filled most: it ends here, or
+			// it is too large.
 			var one [1]byte
 			n, err := src.Read(one[:])
 			switch {
 			case n > 0:
-				return buf, counted, &http.MaxBytesError{Limit: MaxBody}
+				return buf, counted, &http.MaxBytesError{Limit: most}
 			case err == io.EOF:
 				return buf, counted, nil
 			}
@@ -110,7 +135,7 @@ func (b *budget) read(src io.Reader, declared int64) (buf []byte, counted int64,
 			// The buffer doubles; what is counted is the live buffer (the
 			// old one is garbage once copied).
 			size := min(max(2*int64(cap(buf)), firstBuffer), limit)
-			if !b.take(size - counted) {
+			if !b.take(client, size-counted) {
 				return buf, counted, errBodyMemory
 			}
 			grown := make([]byte, len(buf), size)
@@ -145,36 +170,53 @@ func holdBody(next http.Handler) http.Handler {
 	})
 }
 
-// body is the body step: next runs once r's body, if any, has arrived and
-// is in memory (readBody), the memory counted until next returns. It goes
-// after the authentication of routes that need a login.
-func (s *Server) body(next http.Handler) http.Handler {
+// body is the body step of routes that need a login: next runs once r's
+// body, if any, has arrived and is in memory (readBody), at most MaxBody
+// bytes, the memory counted until next returns. It goes after the
+// authentication.
+func (s *Server) body(next http.Handler) http.Handler { return s.bodyStep(MaxBody, next) }
+
+// anonymousBody is the body step of the routes without a login: bodies
+// of at most MaxAnonymousBody bytes.
+func (s *Server) anonymousBody(next http.Handler) http.Handler {
+	return s.bodyStep(MaxAnonymousBody, next)
+}
+
+func (s *Server) bodyStep(most int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := r.Body.(*heldBody)
 		if !ok {
 			next.ServeHTTP(w, r) // no body, or read already
 			return
 		}
-		counted, ok := s.readBody(w, r, h.rc)
-		defer s.bodies.give(counted)
+		client := feed.Client(r.Context())
+		counted, ok := s.readBody(w, r, h.rc, client, most)
+		defer s.bodies.give(client, counted)
 		if ok {
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// readBody reads src, r's body, into r.Body within s.BodyTimeout, its
-// slot lent back meanwhile, and counted against s.bodies. It answers the
-// refusal and returns false when the body did not arrive in time (408),
-// did not fit in the budget, or the slot could not be taken again (503
-// and Retry-After); counted is the memory to give back either way.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, src io.Reader) (counted int64, ok bool) {
+// readBody reads src, r's body of at most most bytes, into r.Body within
+// s.BodyTimeout, its slot lent back meanwhile, and counted against
+// s.bodies as client's. It answers the refusal and returns false when the
+// body is declared larger (413, unread), did not arrive in time (408), did
+// not fit in the budget or the client's share, or the slot could not be
+// taken again (503 and Retry-After); counted is the memory to give back
+// either way.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, src io.Reader, client string, most int64) (counted int64, ok bool) {
+	if r.ContentLength > most {
+		w.Header().Set("Connection", "close") // the body is not read
+		s.failEither(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", most))
+		return 0, false
+	}
 	a, _ := r.Context().Value(admissionKey{}).(*admission)
 	a.pause()
 	rc := http.NewResponseController(w)
 	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	buf, counted, err := s.bodies.read(src, r.ContentLength)
+	buf, counted, err := s.bodies.read(client, src, r.ContentLength, most)
 	// The request's own deadline no longer matters once its body is read;
 	// left in place, it would cancel the request's context when it passes.
 	_ = rc.SetReadDeadline(time.Time{})

@@ -124,11 +124,12 @@ func TestHandlerBodyLimit(t *testing.T) {
 		want          string
 	}{
 		{"/user/login", false, tooLargeEnvelope},
-		{"/user/login", true, tooLargeEnvelope},
+		// Of unknown length: the login's body step stops it at its own limit.
+		{"/user/login", true, strings.Replace(tooLargeEnvelope, fmt.Sprint(MaxBody), fmt.Sprint(MaxAnonymousBody), 1)},
 		{"/blog", false, tooLargeEnvelope}, // needs login: the size is checked first
 		{"/no/such/path", false, tooLargeEnvelope},
 		{"/v1/auth/login", false, tooLargeNative},
-		{"/v1/auth/login", true, tooLargeNative},
+		{"/v1/auth/login", true, strings.Replace(tooLargeNative, fmt.Sprint(MaxBody), fmt.Sprint(MaxAnonymousBody), 1)},
 		{"/v1/posts", false, tooLargeNative}, // needs login
 		{"/v1/no/such/path", false, tooLargeNative},
 	} {
@@ -223,7 +224,7 @@ func TestDecodeTooLargeCode(t *testing.T) {
 // step read fails (500), so no route can read one unadmitted.
 func TestBodyStep(t *testing.T) {
 	s, _ := testServer(t)
-	s.bodies = &budget{limit: MinBodyMemory}
+	s.bodies = newBudget(MinBodyMemory)
 	var called bool
 	h := s.limitBody(holdBody(s.body(decodingHandler(s, &called))))
 	for _, tc := range []struct {
@@ -243,7 +244,7 @@ func TestBodyStep(t *testing.T) {
 		if w.Code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
 		}
-		if n := s.bodies.used.Load(); n != 0 {
+		if n := s.bodies.held(); n != 0 {
 			t.Errorf("%s: %d bytes still counted after the request", tc.name, n)
 		}
 	}
@@ -272,7 +273,7 @@ func TestBodyStep(t *testing.T) {
 	}
 	close(release)
 	<-done
-	if n := s.bodies.used.Load(); n != 0 {
+	if n := s.bodies.held(); n != 0 {
 		t.Errorf("%d bytes still counted after every request", n)
 	}
 
@@ -281,5 +282,79 @@ func TestBodyStep(t *testing.T) {
 	holdBody(decodingHandler(s, &called)).ServeHTTP(w, post("/user/login", object(100), false))
 	if w.Code != 500 {
 		t.Errorf("a body read without the body step: %d %s, want 500", w.Code, w.Body)
+	}
+}
+
+// held is what the budget counts.
+func (b *budget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// TestBodyClientShare: one client holds at most its share of the budget,
+// whatever room is left; another client's body still fits, and what a
+// client gives back is its to take again.
+func TestBodyClientShare(t *testing.T) {
+	b := newBudget(DefaultBodyMemory)
+	share := clientShare(DefaultBodyMemory)
+	if share != DefaultBodyMemory/16 {
+		t.Fatalf("share %d of %d", share, DefaultBodyMemory)
+	}
+	if !b.take("127.0.0.2", share) || b.take("127.0.0.2", 1) {
+		t.Fatal("a client takes its share and not a byte more")
+	}
+	if !b.take("2001:db8::/64", share) || !b.take("127.0.0.3", firstBuffer) {
+		t.Fatal("other clients' bodies do not fit beside it")
+	}
+	b.give("127.0.0.2", firstBuffer)
+	if !b.take("127.0.0.2", firstBuffer) {
+		t.Fatal("a client cannot take again what it gave back")
+	}
+	b.give("127.0.0.2", share)
+	b.give("2001:db8::/64", share)
+	b.give("127.0.0.3", firstBuffer)
+	if b.held() != 0 || len(b.by) != 0 {
+		t.Fatalf("%d bytes and %d clients counted after all gave back", b.held(), len(b.by))
+	}
+	if clientShare(MinBodyMemory) != MaxBody {
+		t.Fatalf("the share of the least budget %d, want one full body", clientShare(MinBodyMemory))
+	}
+}
+
+// TestAnonymousBodyStep: the body step of the routes without a login
+// reads MaxAnonymousBody bytes at most: a body declared larger is refused
+// 413 before it is read (the handler does not run), one of unknown length
+// once it is past the limit.
+func TestAnonymousBodyStep(t *testing.T) {
+	s, _ := testServer(t)
+	s.bodies = newBudget(DefaultBodyMemory)
+	for _, tc := range []struct {
+		name          string
+		body          []byte
+		unknownLength bool
+		want          int
+		wantNext      bool
+	}{
+		{"a login", object(40), false, 200, true},
+		{"exactly the limit", object(MaxAnonymousBody), false, 200, true},
+		{"declared over the limit", object(MaxAnonymousBody + 1), false, 413, false},
+		{"declared a megabyte", object(MaxBody), false, 413, false},
+		{"over the limit, unknown length", padded(MaxAnonymousBody + 1), true, 413, true},
+	} {
+		for _, path := range []string{"/user/login", "/v1/auth/login"} {
+			var called bool
+			w := httptest.NewRecorder()
+			s.limitBody(holdBody(s.anonymousBody(decodingHandler(s, &called)))).ServeHTTP(w, post(path, tc.body, tc.unknownLength))
+			if w.Code != tc.want || called != tc.wantNext {
+				t.Errorf("%s %s: %d %s, handler ran %v; want %d, %v", path, tc.name, w.Code, w.Body, called, tc.want, tc.wantNext)
+			}
+			if tc.want == 413 && !strings.Contains(w.Body.String(), fmt.Sprintf("at most %d bytes", MaxAnonymousBody)) {
+				t.Errorf("%s %s: %s, want the limit said", path, tc.name, w.Body)
+			}
+		}
+		if n := s.bodies.held(); n != 0 {
+			t.Errorf("%s: %d bytes still counted", tc.name, n)
+		}
 	}
 }

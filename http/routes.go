@@ -14,7 +14,7 @@ func (s *Server) routes() http.Handler {
 	// admitted (shedding, below) and authenticated: after auth and v1, and
 	// on the logins, which need none.
 	auth := func(h http.Handler) http.Handler { return s.requireUser(s.body(h)) }
-	opt, anon := s.optionalUser, s.body
+	opt, anon := s.optionalUser, s.anonymousBody
 
 	mux.Handle("GET /healthz", s.handleHealthz())
 	mux.Handle("GET /readyz", s.handleReadyz())
@@ -58,7 +58,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(true))))
 	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(false))))
 	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
-	mux.Handle("PATCH /v1/posts/{id}", v1(s.v1PatchPost()))
+	mux.Handle("PATCH /v1/posts/{id}", v1(s.perUser(feed.WriteEdit, s.v1PatchPost())))
 	mux.Handle("POST /v1/posts/{id}/comments", v1(s.perUser(feed.WriteComment, s.v1AddComment())))
 	mux.Handle("GET /v1/posts/{id}/comments", v1(s.v1PostComments()))
 	mux.Handle("GET /v1/comments/{id}", v1(s.v1Comment()))

@@ -71,7 +71,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Log == nil {
 		s.Log = slog.Default()
 	}
-	s.bodies = &budget{limit: cmp.Or(s.BodyMemory, DefaultBodyMemory)}
+	s.bodies = newBudget(cmp.Or(s.BodyMemory, DefaultBodyMemory))
 	return s.observe(s.routes())
 }
 
@@ -139,7 +139,7 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", tooLarge.Limit)
 		}
 		return err
 	}

@@ -178,6 +178,11 @@ func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, err error, r
 		s.Shed.OnShed(r)
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(max(int((retry+time.Second-1)/time.Second), 1)))
+	s.failEither(w, r, err)
+}
+
+// failEither answers err in the format of r's API.
+func (s *Server) failEither(w http.ResponseWriter, r *http.Request, err error) {
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		s.v1Fail(w, r, err)
 	} else {

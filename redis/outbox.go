@@ -34,6 +34,31 @@ func NewOutbox(rdb goredis.UniversalClient, opts InboxOptions, source feed.Outbo
 	return &Outbox{sets: sets, Source: source}
 }
 
+var _ feed.OutboxCache = (*Outbox)(nil)
+
+// Forget implements feed.OutboxCache: a DEL of each outbox, in pipelines
+// of forgetBatch (on a Cluster, go-redis splits each by node). A post
+// added meanwhile lands in a lost outbox, which the rebuild merges.
+func (o *Outbox) Forget(ctx context.Context, authorIDs []int64) (err error) {
+	defer func() { err = storeError(err) }()
+	for len(authorIDs) > 0 {
+		n := min(len(authorIDs), forgetBatch)
+		if _, err := o.sets.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, a := range authorIDs[:n] {
+				p.Del(ctx, o.sets.key(a))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		authorIDs = authorIDs[n:]
+	}
+	return nil
+}
+
+// forgetBatch is how many outboxes one pipeline of Forget drops.
+const forgetBatch = 1000
+
 // Add implements feed.Outbox: a ZADD (and now and then an exact trim).
 func (o *Outbox) Add(ctx context.Context, authorID int64, e feed.Entry) error {
 	return o.sets.Deliver(ctx, e, []int64{authorID})

@@ -3,9 +3,9 @@
 # .ci/run as root on a fresh machine).
 #
 # Usage:
-#   scripts/test.sh                        go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m ./...
+#   scripts/test.sh                        go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m ./...
 #   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
-#                                          go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
+#                                          go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
 #   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
 # staticcheck is honnef.co/go/tools at the pinned $STATICCHECK_VERSION, run
 # with go run (fetched through the Go module proxy, not in go.mod).
@@ -39,8 +39,8 @@
 # Concurrent runs are safe: separate temp dirs, random ports, and a server that
 # loses a race for a port is restarted on another one.
 #
-# Exit status: go vet's or staticcheck's if one fails (tests are then not
-# run), else go test's.
+# Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails
+# (tests are then not run), else go test's.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -446,6 +446,12 @@ if [[ $# -eq 0 ]]; then
 	set -- ./...
 fi
 rc=0
+log "go mod tidy -diff"
+run_group go mod tidy -diff || rc=$?
+if [[ $rc -ne 0 ]]; then
+	log "go.mod or go.sum is not tidy (exit $rc): run go mod tidy"
+	exit "$rc"
+fi
 log "go vet ./..."
 run_group go vet ./... || rc=$?
 if [[ $rc -ne 0 ]]; then

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,4 +106,149 @@ func TestBodyMemoryBounded(t *testing.T) {
 		t.Fatalf("a 600 KB body while the budget is held: %d %s %s, want 503 busy with Retry-After", resp.StatusCode, resp.Header, body)
 	}
 	t.Logf("%d of 4 partial bodies refused", refused)
+}
+
+// stallingBodies is an attacker at local: n connections, each sending the
+// head of a POST to path (auth its Authorization, if any) declaring a
+// body of declared bytes, then sent bytes of it, then nothing. Each is
+// closed and opened anew every renew, and at once when the server answers
+// it, as an attacker would to keep its share of the server, at most
+// reopen times a renewal. It stops when stop is closed; wg waits for its
+// connections to close.
+type stallingBodies struct {
+	opened, settled atomic.Int64 // connections opened; those whose body was sent, or answered
+	mu              sync.Mutex
+	answers         map[string]int // status codes answered ("" for none before the renewal)
+	wg              sync.WaitGroup
+}
+
+func startStallingBodies(t *testing.T, base, local, path, auth string, n, declared, sent int, renew time.Duration, reopen int, stop <-chan struct{}) *stallingBodies {
+	a := &stallingBodies{answers: map[string]int{}}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, strings.TrimPrefix(base, "http://"), declared)
+	if auth != "" {
+		head += "Authorization: " + auth + "\r\n"
+	}
+	head += "\r\n"
+	body := bytes.Repeat([]byte(" "), sent)
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	// one connection until the server answers it or renewal comes; the
+	// status answered ("" for none).
+	one := func(renewal <-chan time.Time) (string, bool) {
+		conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Errorf("attacker's connection: %v", err)
+			return "", false
+		}
+		defer conn.Close()
+		a.opened.Add(1)
+		answer := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(conn).ReadString('\n')
+			if f := strings.Fields(line); len(f) > 1 {
+				answer <- f[1]
+			} else {
+				answer <- ""
+			}
+		}()
+		go func() {
+			conn.Write([]byte(head))
+			conn.Write(body) // fails once the server answered and closed: settled either way
+			a.settled.Add(1)
+		}()
+		select {
+		case status := <-answer:
+			return status, true
+		case <-renewal:
+			return "", true
+		case <-stop:
+			return "", false
+		}
+	}
+	for range n {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			for {
+				renewal := time.After(renew)
+				for range reopen {
+					status, ok := one(renewal)
+					a.mu.Lock()
+					a.answers[status]++
+					a.mu.Unlock()
+					if !ok {
+						return
+					}
+					if status == "" {
+						break // renewal came
+					}
+				}
+				select {
+				case <-renewal:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	return a
+}
+
+// TestBodyFloodOfOneClient: one client (127.0.0.2) keeps 70 connections
+// sending 520 KiB of a declared 1 MiB body and stalling, renewed before
+// --body-timeout and at once when refused, first to POST /user/login (a
+// route without a login), then, logged in, to POST
+// /v1/posts/{id}/comments; meanwhile another user (127.0.0.1) adds 70
+// comments: every one is accepted. The login
+// bodies are refused 413 unread (a login is a few dozen bytes), and the
+// comment bodies past the attacker's share of --body-memory 503 at once,
+// never other clients'. A body that stalls is answered 408 at
+// --body-timeout.
+func TestBodyFloodOfOneClient(t *testing.T) {
+	const timeout = 3 * time.Second
+	// Each of the flood's requests takes a write slot while it is
+	// authenticated, as the victim's do: a write may wait 2 s for its turn
+	// (--shed-wait 200ms), so that on a loaded machine (-race) only memory,
+	// what this test is about, could refuse the victim.
+	s := startServer(t, "--data", t.TempDir(), "--body-timeout", timeout.String(), "--shed-wait", "200ms")
+	c := newV1Client(t, s)
+	victim := c.login("13900000011")
+	post := c.publish(victim, "the attacked post")
+	atok := s.from("127.0.0.2").login("13900000012")
+	for _, attack := range []struct{ name, path, auth string }{
+		{"login bodies", "/user/login", ""},
+		{"comment bodies", fmt.Sprintf("/v1/posts/%d/comments", post.ID), "Bearer " + atok},
+	} {
+		t.Run(attack.name, func(t *testing.T) {
+			const conns = 70
+			stop := make(chan struct{})
+			a := startStallingBodies(t, s.base, "127.0.0.2", attack.path, attack.auth, conns, 1<<20, 520<<10, timeout*9/10, 5, stop)
+			defer func() { close(stop); a.wg.Wait() }()
+			waitFor(t, "the attacker's bodies sent", func() bool { return a.settled.Load() >= conns })
+			accepted := 0
+			for i := range conns {
+				r, err := c.send("POST", "/v1/posts/{id}/comments", victim, map[string]any{"text": fmt.Sprintf("comment %d", i)}, post.ID)
+				switch {
+				case err != nil:
+					t.Fatalf("comment %d: %v", i, err)
+				case r.Status == 201:
+					accepted++
+				default:
+					t.Errorf("comment %d during the flood: %d %s", i, r.Status, r.Raw)
+				}
+			}
+			a.mu.Lock()
+			t.Logf("%d of %d comments accepted; the attacker opened %d connections, answered %v", accepted, conns, a.opened.Load(), a.answers)
+			a.mu.Unlock()
+			if accepted != conns {
+				t.Fatalf("%d of %d comments of another client accepted during the flood", accepted, conns)
+			}
+		})
+	}
+	// A body that stalls is cut at --body-timeout.
+	start := time.Now()
+	line := answerWithin(t, partialBody(t, s.base, "127.0.0.2", "/v1/posts", "Bearer "+atok, 1<<20, 520<<10), timeout+10*time.Second, "a stalled body")
+	if !strings.Contains(line, " 408 ") {
+		t.Fatalf("a stalled body: %q, want 408", line)
+	}
+	t.Logf("a stalled body answered %q after %v", line, time.Since(start).Round(time.Millisecond))
 }

@@ -106,6 +106,7 @@ var testServeFlags = []string{
 	"--code-limit-phone-client", "0",
 	"--post-limit-user", "0", "--follow-limit-user", "0", "--like-limit-user", "0", "--comment-limit-user", "0", "--stream-open-limit-user", "0",
 	"--delete-limit-user", "0", "--block-limit-user", "0", "--mute-limit-user", "0", "--muted-word-limit-user", "0", "--notification-limit-user", "0",
+	"--edit-limit-user", "0",
 	"--code-sender", "log", "--secret", "test-secret-of-feedd",
 }
 
@@ -115,6 +116,7 @@ var testServeEnv = []string{
 	"FEED_CODE_LIMIT_PHONE_CLIENT=0",
 	"FEED_POST_LIMIT_USER=0", "FEED_FOLLOW_LIMIT_USER=0", "FEED_LIKE_LIMIT_USER=0", "FEED_COMMENT_LIMIT_USER=0", "FEED_STREAM_OPEN_LIMIT_USER=0",
 	"FEED_DELETE_LIMIT_USER=0", "FEED_BLOCK_LIMIT_USER=0", "FEED_MUTE_LIMIT_USER=0", "FEED_MUTED_WORD_LIMIT_USER=0", "FEED_NOTIFICATION_LIMIT_USER=0",
+	"FEED_EDIT_LIMIT_USER=0",
 	"FEED_CODE_SENDER=log", "FEED_SECRET=test-secret-of-feedd",
 }
 

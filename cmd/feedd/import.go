@@ -26,6 +26,7 @@ type importFlags struct {
 	dryRun      bool
 	strict      bool
 	batch       int
+	resync      string
 }
 
 // importFlagSet is feedd import's flag set: serve's (the store it writes
@@ -46,6 +47,7 @@ func importFlagSet(c *config, f *importFlags, getenv func(string) string, out io
 	fs.BoolVar(&f.keepFeeds, "keep-feeds", false, "fill each inbox from the tutorial's feed:{userId} (needs --redis) instead of building it from the follows")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "read the whole source and report what would come over into an empty store; write nothing")
 	fs.BoolVar(&f.strict, "strict", false, "exit with status 1 when any row was skipped")
+	fs.StringVar(&f.resync, "resync", "", "likes: read every post's likes again, for those added in the tutorial to posts an earlier run imported (a run reads the likes of the posts it brings only; needs --redis)")
 	fs.IntVar(&f.batch, "batch", hmdp.DefaultBatch, "source rows read and written per batch, one transaction each (users, posts, likes and comments: at most 20000)")
 	if getenv("FEED_LOG_LEVEL") == "" {
 		// Progress and the report are the output; River's info lines are noise.
@@ -63,7 +65,7 @@ may be run again: it resumes where it stopped and imports only what is
 missing. docs/operations.md, "Moving from hmdp", has the steps of a move.
 
 Usage:
-  feedd import hmdp --mysql DSN [--redis URL] [--keep-feeds] [--dry-run] [--strict] [flags]
+  feedd import hmdp --mysql DSN [--redis URL] [--keep-feeds] [--resync likes] [--dry-run] [--strict] [flags]
 
 Flags:
 `
@@ -99,6 +101,10 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return errors.New("feedd import hmdp needs --mysql (or FEED_IMPORT_MYSQL): the tutorial's database, user:password@tcp(host:3306)/hmdp")
 	case f.keepFeeds && f.redis == "":
 		return errors.New("--keep-feeds reads the tutorial's feed:* sets: give its Redis with --redis")
+	case f.resync != "" && f.resync != "likes":
+		return fmt.Errorf("--resync %q: only likes can be read again (--resync likes)", f.resync)
+	case f.resync != "" && f.redis == "":
+		return errors.New("--resync likes reads the tutorial's blog:liked:* sets: give its Redis with --redis")
 	case f.batch < 1 || f.batch > 1_000_000:
 		return errors.New("--batch must be from 1 to 1000000")
 	case c.inboxCap < 1 || c.backfill < 0 || c.pullAt < 0:
@@ -128,7 +134,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeSrc()
-	opts := hmdp.Options{KeepFeeds: f.keepFeeds, Batch: f.batch, Backfill: c.backfill, InboxCap: c.inboxCap, PullThreshold: c.pullAt,
+	opts := hmdp.Options{KeepFeeds: f.keepFeeds, ResyncLikes: f.resync == "likes", Batch: f.batch, Backfill: c.backfill, InboxCap: c.inboxCap, PullThreshold: c.pullAt,
 		Log: log, Progress: stderr, Now: clock}
 	where := "dry run"
 	if !f.dryRun {
@@ -142,7 +148,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		if !ok {
 			return errors.New("this store cannot import")
 		}
-		opts.Store, opts.Inbox = st, a.service.Inbox
+		opts.Store, opts.Inbox, opts.Outbox = st, a.service.Inbox, a.service.Outbox
 		where = "SQLite in " + c.dataDir
 		if c.databaseURL != "" {
 			where = "PostgreSQL"

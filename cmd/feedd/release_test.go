@@ -128,25 +128,30 @@ func TestReleaseReproducible(t *testing.T) {
 }
 
 // TestReleaseBinaryInEmptyRoot: the release binary for this machine runs
-// in a root directory holding nothing but itself (chroot, or unshare's
-// user namespace when not root): no libc, no /etc, no /tmp. It prints its
-// version, then serves the embedded default: health, the web page and a
-// login code request that writes to its SQLite files, on loopback; it
+// in a root directory holding nothing but itself and its data directory,
+// as in the image (deploy/Dockerfile): no libc, no /etc, no /tmp, a root it
+// cannot write to, run as the image's user (65532) with the image's
+// environment (chroot --userspec, or unshare's user namespace when not
+// root). It prints its version, then serves the embedded default:
+// health, the web page and a login code request that writes to its SQLite
+// files, on loopback; a write of a shared group-commit batch whose
+// savepoint journals more than SQLite keeps in memory (spillWrite); it
 // stops cleanly on SIGTERM.
 func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	head := headCommit(t)
+	env, uid, gid := imageConfig(t)
 	var enter []string
 	switch {
 	case os.Geteuid() == 0:
-		enter = []string{"chroot"}
+		enter = []string{"chroot", fmt.Sprintf("--userspec=%d:%d", uid, gid)}
 	default:
-		if err := exec.Command("unshare", "--user", "--map-root-user", "true").Run(); err != nil {
+		if err := exec.Command("unshare", "--map-user", fmt.Sprint(uid), "--map-group", fmt.Sprint(gid), "true").Run(); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("neither root (chroot) nor unshare --user: %v", err)
+				t.Fatalf("neither root (chroot) nor unshare --map-user: %v", err)
 			}
-			t.Skipf("neither root (chroot) nor unshare --user: %v", err)
+			t.Skipf("neither root (chroot) nor unshare --map-user: %v", err)
 		}
-		enter = []string{"unshare", "--user", "--map-root-user", "--root"}
+		enter = []string{"unshare", "--map-user", fmt.Sprint(uid), "--map-group", fmt.Sprint(gid), "--root"}
 	}
 	dir := releaseBuild(t)
 	matches, _ := filepath.Glob(filepath.Join(dir, "feedd-*-linux-"+runtime.GOARCH))
@@ -161,9 +166,23 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "feedd"), bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The image's data directory, its user's; the root, nobody's to write.
+	data := filepath.Join(root, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(data, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(root, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(root, 0o755) })
 	inRoot := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(enter[0], append(append(enter[1:], root, "/feedd"), args...)...)
-		cmd.Env = []string{} // nothing from this process's environment either
+		cmd.Env = env // the image's, nothing from this process's environment
 		return cmd
 	}
 
@@ -176,7 +195,8 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	}
 	t.Logf("feedd version: %s", out)
 
-	cmd := inRoot("serve", "--addr", "127.0.0.1:0", "--admin-addr", "off", "--data", "/data", "--log-format", "json")
+	cmd := inRoot(append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "off", "--data", "/data", "--log-format", "json",
+		"--backfill", "400"}, testServeFlags...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +262,7 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	if !strings.Contains(allLogs(), `"msg":"login code"`) {
 		t.Errorf("no login code logged:\n%s", allLogs())
 	}
+	spillWrite(t, client, base, data, allLogs)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
@@ -259,5 +280,129 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	}
 	if fmt.Sprint(names) != "[data feedd]" {
 		t.Errorf("the root holds %v after serving, want [data feedd]", names)
+	}
+}
+
+// imageConfig reads deploy/Dockerfile's environment (ENV) and user (USER
+// uid:gid), which the empty-root test runs the binary with.
+func imageConfig(t *testing.T) (env []string, uid, gid int) {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid = -1, -1
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 1 && f[0] == "ENV":
+			env = append(env, f[1:]...)
+		case len(f) == 2 && f[0] == "USER":
+			if _, err := fmt.Sscanf(f[1], "%d:%d", &uid, &gid); err != nil {
+				t.Fatalf("deploy/Dockerfile: USER %s, want uid:gid", f[1])
+			}
+		}
+	}
+	if uid <= 0 || gid <= 0 {
+		t.Fatal("deploy/Dockerfile names no USER uid:gid other than root")
+	}
+	return env, uid, gid
+}
+
+// spillWrite makes writes of shared group-commit batches (sqlite/commit.go)
+// copy more pages into their savepoints' journals than SQLite keeps in
+// memory (64 KiB) before it spills them to a temporary file: 40 followers
+// of an author each have 400 entries in their inbox (a page and a half of
+// inbox.db each), and 16 posts published at once are delivered to all of
+// them by jobs that run side by side, each delivery a write to 40 pages.
+// Without a place for SQLite's temporary files such a batch fails ("disk
+// I/O error") and rolls back the writes it shared.
+func spillWrite(t *testing.T, client *http.Client, base, data string, logs func() string) {
+	t.Helper()
+	call := func(method, path, token string, body any, out any) int {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s %s: %v", method, path, err)
+			return 0
+		}
+		defer resp.Body.Close()
+		if out != nil {
+			json.NewDecoder(resp.Body).Decode(out)
+		}
+		return resp.StatusCode
+	}
+	codeOf := regexp.MustCompile(`"msg":"login code","phone":"(\d+)","code":"(\d+)"`)
+	login := func(phone string) string {
+		t.Helper()
+		if st := call("POST", "/v1/auth/code", "", map[string]string{"phone": phone}, nil); st != 204 {
+			t.Fatalf("code for %s: %d", phone, st)
+		}
+		var code string
+		waitFor(t, "the login code of "+phone+" in the log", func() bool {
+			for _, m := range codeOf.FindAllStringSubmatch(logs(), -1) {
+				if m[1] == phone {
+					code = m[2]
+				}
+			}
+			return code != ""
+		})
+		var session struct{ Token string }
+		if st := call("POST", "/v1/auth/login", "", map[string]string{"phone": phone, "code": code}, &session); st != 201 {
+			t.Fatalf("login %s: %d", phone, st)
+		}
+		return session.Token
+	}
+	const followers, backfill, burst = 40, 400, 16
+	author := login("13800000010")
+	var me struct{ ID int64 }
+	call("GET", "/v1/me", author, nil, &me)
+	publish := func(title string) {
+		if st := call("POST", "/v1/posts", author, map[string]string{"title": title, "content": "x"}, nil); st != 201 {
+			t.Errorf("publish %s: %d", title, st)
+		}
+	}
+	for i := range backfill {
+		publish(fmt.Sprint("old ", i))
+	}
+	for i := range followers {
+		tok := login(fmt.Sprintf("138000001%02d", i))
+		if st := call("PUT", fmt.Sprintf("/v1/following/%d", me.ID), tok, nil, nil); st != 204 {
+			t.Fatalf("follow: %d", st)
+		}
+	}
+	db := openRead(t, data)
+	entries := func() int {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM inbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, "the followers' backfill", func() bool { return entries() == (followers+1)*backfill })
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			publish(fmt.Sprint("new ", i))
+		}()
+	}
+	wg.Wait()
+	waitFor(t, "the new posts delivered", func() bool { return entries() == (followers+1)*(backfill+burst) })
+	if strings.Contains(logs(), "disk I/O error") {
+		t.Errorf("writes failed while deliveries shared their batches:\n%s", logs())
 	}
 }

@@ -37,7 +37,7 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", feedhttp.DefaultBodyTimeout, help("longest a request body may take to arrive (answered 408 after); a request lends its --max-writes slot back while its body arrives", "FEED_BODY_TIMEOUT"))
 	fromEnv("body-timeout", "FEED_BODY_TIMEOUT")
 	c.bodyMemory = feedhttp.DefaultBodyMemory
-	fs.Var(&c.bodyMemory, "body-memory", help("most memory the request bodies being read or held take at once, in bytes (KiB, MiB, GiB allowed; at least 1MiB); past it, 503 with Retry-After", "FEED_BODY_MEMORY"))
+	fs.Var(&c.bodyMemory, "body-memory", help("most memory the request bodies being read or held take at once, in bytes (KiB, MiB, GiB allowed; at least 1MiB), and those of one client (an address, or an IPv6 /64) at most a sixteenth of it (at least 1MiB); past either, 503 with Retry-After", "FEED_BODY_MEMORY"))
 	fromEnv("body-memory", "FEED_BODY_MEMORY")
 	str(&c.adminToken, "admin-token", "FEED_ADMIN_TOKEN", "bearer token every admin listener route requires; required to bind --admin-addr to a non-loopback address (give it by file or environment, never on a command line)")
 	str(&c.adminTokenFile, "admin-token-file", "FEED_ADMIN_TOKEN_FILE", "file holding --admin-token")
@@ -58,6 +58,7 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Mutes, "mute-limit-user", "FEED_MUTE_LIMIT_USER", "mute and unmute requests one user may make")
 	limit(&c.writeLimits.MutedWords, "muted-word-limit-user", "FEED_MUTED_WORD_LIMIT_USER", "muted words one user may add or remove")
 	limit(&c.writeLimits.Notifications, "notification-limit-user", "FEED_NOTIFICATION_LIMIT_USER", "notification changes (mark read, dismiss) one user may make")
+	limit(&c.writeLimits.Edits, "edit-limit-user", "FEED_EDIT_LIMIT_USER", "changes to their posts (PATCH /v1/posts/{id}) one user may make")
 }
 
 // checkSecurity reads the secrets given by file and checks this file's

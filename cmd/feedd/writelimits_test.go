@@ -74,3 +74,29 @@ func TestWriteLimitsOfOtherWrites(t *testing.T) {
 	oc.want(204, "PUT", "/v1/mutes/{id}", otok, nil, nil, uc.me(utok).ID)
 	oc.want(204, "POST", "/v1/notifications/read", otok, nil, nil)
 }
+
+// TestPostEditLimit: changes to one's posts (PATCH /v1/posts/{id}) have a
+// per-user limit, --edit-limit-user: at 2 a minute, the third is refused
+// 429 with Retry-After and changes nothing; another user is not refused.
+func TestPostEditLimit(t *testing.T) {
+	s := startServer(t, "--data", t.TempDir(), "--edit-limit-user", "2/1m")
+	u, o := s.from("127.0.0.2").v1(), s.from("127.0.0.3").v1()
+	utok, otok := u.login("13900000011"), o.login("13900000012")
+	p, q := u.publish(utok, "mine"), o.publish(otok, "theirs")
+	var got apiPost
+	for _, policy := range []string{"following", "nobody"} {
+		u.want(200, "PATCH", "/v1/posts/{id}", utok, map[string]string{"comment_policy": policy}, &got, p.ID)
+	}
+	r, err := u.send("PATCH", "/v1/posts/{id}", utok, map[string]string{"comment_policy": "everyone"}, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want429(t, &http.Response{StatusCode: r.Status, Header: r.Header}, r.Raw, "a third change within the minute")
+	u.want(200, "GET", "/v1/posts/{id}", utok, nil, &got, p.ID)
+	if got.CommentPolicy != "nobody" {
+		t.Errorf("comment policy %q after a refused change, want nobody", got.CommentPolicy)
+	}
+	for range 2 {
+		o.want(200, "PATCH", "/v1/posts/{id}", otok, map[string]string{"comment_policy": "following"}, nil, q.ID)
+	}
+}
