@@ -28,3 +28,7 @@ func TestNotifyMuteRace(t *testing.T) {
 		feedtest.TestNotifyMuteRace(t, openNotify, 100)
 	}
 }
+
+func TestMarkers(t *testing.T) { feedtest.TestMarkers(t, openNotify) }
+
+func TestPush(t *testing.T) { feedtest.TestPush(t, openNotify) }
