@@ -72,7 +72,9 @@ func testMarkerVersions(t *testing.T, b *NotifyBackend) {
 	if ms := w.markers(a); len(ms) != 0 {
 		t.Fatalf("markers of a new user: %+v", ms)
 	}
-	tl := func(id int64) feed.MarkerWrite { return feed.MarkerWrite{Timeline: feed.MarkerTimeline, LastReadID: id} }
+	tl := func(id int64) feed.MarkerWrite {
+		return feed.MarkerWrite{Timeline: feed.MarkerTimeline, LastReadID: id}
+	}
 	at := func(id, v int64) feed.MarkerWrite {
 		return feed.MarkerWrite{Timeline: feed.MarkerTimeline, LastReadID: id, Version: v, HasVersion: true}
 	}

@@ -34,21 +34,21 @@ func TestCheckEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for endpoint, ok := range map[string]bool{
-		"https://fcm.googleapis.example/fcm/send/abc": true,
-		"https://203.0.114.9/x":                      true,
-		"http://push.example.com/x":                  false, // not https
-		"https://127.0.0.1/x":                        false,
-		"https://[::1]/x":                            false,
-		"https://10.0.0.8/x":                         false,
-		"https://169.254.169.254/latest":             false,
-		"https://localhost/x":                        false,
-		"https://a.localhost/x":                      false,
-		"https://intranet/x":                         false,
-		"https://127.0.0.1:8443/x":                   true, // allowed
-		"http://127.0.0.1:8443/x":                    true, // allowed: http too
-		"http://127.0.0.1:8444/x":                    false,
-		"https://push.internal/x":                    true,
-		"ftp://push.example.com/x":                   false,
+		"https://push.example.com/send/abc": true,
+		"https://203.0.114.9/x":             true,
+		"http://push.example.com/x":         false, // not https
+		"https://127.0.0.1/x":               false,
+		"https://[::1]/x":                   false,
+		"https://10.0.0.8/x":                false,
+		"https://169.254.169.254/latest":    false,
+		"https://localhost/x":               false,
+		"https://a.localhost/x":             false,
+		"https://intranet/x":                false,
+		"https://127.0.0.1:8443/x":          true, // allowed
+		"http://127.0.0.1:8443/x":           true, // allowed: http too
+		"http://127.0.0.1:8444/x":           false,
+		"https://push.internal/x":           true,
+		"ftp://push.example.com/x":          false,
 	} {
 		err := s.CheckEndpoint(endpoint)
 		if (err == nil) != ok {
