@@ -236,7 +236,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func checkHeaders(h http.Header) error {
 	switch {
 	case h.Get("Content-Encoding") != "aes128gcm":
-		return fmt.Errorf("Content-Encoding %q, want aes128gcm", h.Get("Content-Encoding"))
+		return fmt.Errorf("content encoding %q, want aes128gcm", h.Get("Content-Encoding"))
 	case h.Get("TTL") == "":
 		return errors.New("no TTL")
 	}
@@ -251,7 +251,7 @@ func (s *Server) checkVAPID(r *http.Request) (jwt.RegisteredClaims, error) {
 	var claims jwt.RegisteredClaims
 	auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "vapid ")
 	if !ok {
-		return claims, errors.New("Authorization is not vapid")
+		return claims, errors.New("the Authorization header is not vapid")
 	}
 	var token, key string
 	for p := range strings.SplitSeq(auth, ",") {
