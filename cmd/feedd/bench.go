@@ -23,6 +23,7 @@ import (
 
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/pushtest"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
@@ -75,17 +76,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity", "import":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "capacity", "import":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -157,6 +158,16 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer cleanup()
 		c.noEvents = !bf.events
+		if sub == "push" {
+			// The push service on loopback that the pushes go to.
+			srv, err := pushtest.NewServer()
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			bf.push.Server = srv
+			c.push.on, c.push.allow = true, strings.TrimPrefix(srv.URL, "http://")
+		}
 		api := *c
 		if bf.workersApart {
 			api.workers = 0 // feedd serve --workers 0; the workers are wired below as feedd worker
@@ -347,6 +358,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		opt := bf.notify
 		opt.Runs, opt.SetNotify = bf.runs, setNotify
 		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "push":
+		opt := bf.push
+		opt.Runs = bf.runs
+		r, err := bench.Push(ctx, env, opt)
 		if err != nil {
 			return err
 		}

@@ -133,14 +133,17 @@ type Reply struct {
 	RetryAfter string // the Retry-After header, if any
 }
 
-// Server is a push service with one subscriber, Browser, at URL+"/push".
+// Server is a push service with one subscriber, Browser, at URL+"/push"
+// (and URL+"/push/ANYTHING", the same browser's keys: more endpoints for a
+// benchmark).
 type Server struct {
 	*httptest.Server
 	Browser *Browser
 	// VAPIDKey is the application server's public key (base64url) the
 	// messages must be signed with; empty: any (the k= of each message).
 	VAPIDKey string
-	// Decrypt: read each message (else it is only counted and answered).
+	// Decrypt: read each message (else it is only counted and answered);
+	// SetDecrypt changes it while the server runs.
 	Decrypt bool
 
 	mu       sync.Mutex
@@ -162,6 +165,20 @@ func NewServer() (*Server, error) {
 
 // Endpoint is the subscriber's endpoint URL.
 func (s *Server) Endpoint() string { return s.URL + "/push" }
+
+// SetDecrypt turns the reading of each message on or off.
+func (s *Server) SetDecrypt(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Decrypt = on
+}
+
+// Count is how many messages arrived.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.messages)
+}
 
 // Script queues the replies to the next messages, in order.
 func (s *Server) Script(rs ...Reply) {
@@ -197,10 +214,13 @@ func (s *Server) Wait(n int, timeout time.Duration) []Message {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<10))
 	m := Message{Header: r.Header.Clone(), At: time.Now(), Err: err}
-	if r.Method != http.MethodPost || r.URL.Path != "/push" {
-		m.Err = fmt.Errorf("%s %s, want POST /push", r.Method, r.URL.Path)
+	if r.Method != http.MethodPost || (r.URL.Path != "/push" && !strings.HasPrefix(r.URL.Path, "/push/")) {
+		m.Err = fmt.Errorf("%s %s, want a POST under /push", r.Method, r.URL.Path)
 	}
-	if m.Err == nil && s.Decrypt {
+	s.mu.Lock()
+	decrypt := s.Decrypt
+	s.mu.Unlock()
+	if m.Err == nil && decrypt {
 		m.Claims, m.Err = s.checkVAPID(r)
 		if m.Err == nil {
 			m.Err = checkHeaders(r.Header)
