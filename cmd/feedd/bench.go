@@ -41,6 +41,7 @@ Usage:
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
+  feedd bench push    [flags]   Web Push: pushes/s of the push jobs to a push service on loopback
   feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
                                 10-comment one (both orders), and the delete of the big post
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
