@@ -267,7 +267,7 @@ function homeShown() {
   if (jumpTo === null) return;
   const el = $('timeline').querySelector(`[data-post-id="${jumpTo}"]`);
   jumpTo = null;
-  if (el) { topSeen = el.post; el.scrollIntoView({ block: "start" }); scrollBy(0, -130); } // below the bar and the banner
+  if (el) { topSeen = el.post; el.scrollIntoView({ block: 'start' }); scrollBy(0, -130); } // below the bar and the banner
 }
 
 function paintSince(n) {
