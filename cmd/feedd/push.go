@@ -12,7 +12,7 @@ import (
 	"github.com/feedd/feedd/push"
 )
 
-// Web Push (docs/API.md, "Web Push"; docs/operations.md, "Web Push").
+// Web Push (docs/API.md, "Web Push"; docs/operations.md, "Markers and Web Push").
 
 // pushFlags are the Web Push settings.
 type pushFlags struct {
