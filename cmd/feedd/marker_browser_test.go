@@ -63,12 +63,14 @@ func TestBrowserMarkersAndPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`localStorage.setItem('feedd.token', %q)`, a)), chromedp.Navigate(s.base+"/"))
-	b.until("the timeline around the marked post", fmt.Sprintf(`!!document.querySelector('#timeline [data-post-id="%d"]')`, posts[15].ID))
-	b.until("the since banner", `!document.querySelector('[data-test=since]').hidden`)
+	b.until("the timeline opened at the marked post, with the since banner", fmt.Sprintf(`(() => {
+		const el = document.querySelector('#timeline [data-post-id="%d"]'), since = document.querySelector('[data-test=since]');
+		if (!el || since.hidden) return false;
+		const r = el.getBoundingClientRect();
+		return r.top >= 0 && r.top < 200 })()`, posts[15].ID))
 	if got := eval[string](b, `document.querySelector('[data-test=since]').textContent`); got != "24 new since you last read" {
 		t.Fatalf("banner %q, want \"24 new since you last read\"", got)
 	}
-	b.until("the marked post scrolled to the top", fmt.Sprintf(`(() => { const r = document.querySelector('#timeline [data-post-id="%d"]').getBoundingClientRect(); return r.top >= 0 && r.top < 200 })()`, posts[15].ID))
 	b.screenshot("marker-opened", 390, 844)
 
 	b.click(`[data-test=since]`)

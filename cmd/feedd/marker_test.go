@@ -174,3 +174,53 @@ func TestMarkersEmbedded(t *testing.T) {
 func TestMarkersPostgres(t *testing.T) {
 	testMarkers(t, newV1Client(t, startServer(t, "--database-url", testenv.PostgresURL(t), "--workers", "1")))
 }
+
+// v1MarkerPushExchanges sends, for TestV1API, every documented answer of
+// the markers, the timeline read around a post and the push routes: a is
+// a user with posts in the timeline. The 404s of push turned off come
+// from a second server whose exchanges are checked against, and counted
+// in, c's document.
+func v1MarkerPushExchanges(t *testing.T, c *v1Client, a string) {
+	var page apiPage[apiPost]
+	c.want(200, "GET", "/v1/timeline?limit=3", a, nil, &page)
+	if len(page.Data) < 2 {
+		t.Fatalf("timeline of %d posts, want 2 or more", len(page.Data))
+	}
+	newer, older := page.Data[0].ID, page.Data[1].ID
+	var ms apiMarkers
+	c.want(200, "POST", "/v1/markers", a, map[string]any{"timeline": map[string]any{"last_read_id": newer}}, &ms)
+	c.want(200, "GET", "/v1/markers", a, nil, &ms)
+	if ms.Timeline == nil || string(ms.Timeline.LastReadID) != fmt.Sprint(newer) {
+		t.Fatalf("markers %+v", ms)
+	}
+	c.refused(409, "conflict", "POST", "/v1/markers", a, map[string]any{"timeline": map[string]any{"last_read_id": older}})
+	c.refused(400, "invalid", "POST", "/v1/markers", a, map[string]any{"timeline": map[string]any{"last_read_id": 0}})
+	c.refused(404, "not_found", "POST", "/v1/markers", a, map[string]any{"timeline": map[string]any{"last_read_id": 999999}})
+	c.refused(404, "not_found", "GET", "/v1/timeline?around=999999", a, nil)
+
+	var key struct {
+		PublicKey string `json:"public_key"`
+	}
+	c.want(200, "GET", "/v1/push/key", a, nil, &key)
+	// A user nobody notifies: nothing is ever sent to this endpoint.
+	quiet := c.login("13800000199")
+	keys := map[string]string{"p256dh": "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", "auth": "BTBZMqHH6r4Tts7J_aSIgg"}
+	var sub apiPushSubscription
+	c.want(201, "POST", "/v1/push/subscriptions", quiet, map[string]any{"endpoint": "https://push.example.com/v1", "keys": keys, "alerts": map[string]bool{"like": false}}, &sub)
+	var subs apiPage[apiPushSubscription]
+	c.want(200, "GET", "/v1/push/subscriptions", quiet, nil, &subs)
+	if len(subs.Data) != 1 || subs.Data[0].ID != sub.ID || subs.Data[0].Alerts["like"] || !subs.Data[0].Alerts["follow"] {
+		t.Fatalf("subscriptions %+v", subs)
+	}
+	c.refused(400, "invalid", "POST", "/v1/push/subscriptions", quiet, map[string]any{"endpoint": "https://127.0.0.1/x", "keys": keys})
+	c.refused(400, "invalid", "DELETE", "/v1/push/subscriptions/{id}", quiet, nil, "abc")
+	c.want(204, "DELETE", "/v1/push/subscriptions/{id}", quiet, nil, nil, sub.ID)
+	c.refused(404, "not_found", "DELETE", "/v1/push/subscriptions/{id}", quiet, nil, sub.ID)
+
+	off := newV1Client(t, startServer(t, "--data", t.TempDir(), "--push=false"))
+	off.api = c.api
+	o := off.login("13800000198")
+	off.refused(404, "not_found", "GET", "/v1/push/key", o, nil)
+	off.refused(404, "not_found", "GET", "/v1/push/subscriptions", o, nil)
+	off.refused(404, "not_found", "POST", "/v1/push/subscriptions", o, map[string]any{"endpoint": "https://push.example.com/v1", "keys": keys})
+}

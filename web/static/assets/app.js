@@ -245,8 +245,10 @@ setOnUnauthorized(loggedOut);
 const marks = new Markers();
 let jumpTo = null;   // the marked post, to scroll to once its page is shown
 let topSeen = null;  // the newest post the reader has had on screen
+let tracking = false; // the first page is shown (and scrolled to): scrolls are the reader's
 
 async function homePage(c) {
+  if (!c) tracking = false;
   if (!c && order === 'latest') {
     const page = await marks.firstPage(20);
     if (page) {
@@ -264,10 +266,12 @@ async function homePage(c) {
 
 function homeShown() {
   paintBanner();
-  if (jumpTo === null) return;
-  const el = $('timeline').querySelector(`[data-post-id="${jumpTo}"]`);
-  jumpTo = null;
-  if (el) { topSeen = el.post; el.scrollIntoView({ block: 'start' }); scrollBy(0, -130); } // below the bar and the banner
+  if (jumpTo !== null) {
+    const el = $('timeline').querySelector(`[data-post-id="${jumpTo}"]`);
+    jumpTo = null;
+    if (el) { topSeen = el.post; el.scrollIntoView({ block: 'start' }); scrollBy(0, -60); } // below the banner too (the bar: scroll-padding)
+  }
+  tracking = true;
 }
 
 function paintSince(n) {
@@ -283,7 +287,7 @@ $('since').addEventListener('click', () => busy($('since'), $('compose-msg'), as
 
 let scrollTick = 0;
 addEventListener('scroll', () => {
-  if (scrollTick || order !== 'latest' || $('home').hidden || !timeline) return;
+  if (scrollTick || !tracking || order !== 'latest' || $('home').hidden || !timeline) return;
   scrollTick = requestAnimationFrame(() => {
     scrollTick = 0;
     const p = topPost($('timeline'));

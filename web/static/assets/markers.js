@@ -31,8 +31,11 @@ export class Markers {
       const page = await api('GET', `/v1/timeline?limit=${limit}&around=${this.lastRead}`);
       this.prev = page.prev_cursor;
       return page;
-    } catch {
-      return null; // gone from the timeline, or too far back: from the top
+    } catch (e) {
+      // The post is gone, or too far back: read from the top. Any other
+      // error (the server busy) is the page's to show, with its Retry.
+      if (e.status === 400 || e.status === 404) return null;
+      throw e;
     }
   }
 
@@ -72,11 +75,11 @@ export class Markers {
   }
 }
 
-// topPost returns the first post of listEl whose bottom is below the top
-// bar: the newest post the reader has on screen.
+// topPost returns the first post of listEl whose top is below the top bar:
+// the newest post the reader has on screen whole.
 export function topPost(listEl) {
   for (const el of listEl.children) {
-    if (el.getBoundingClientRect().bottom > 64) return el.post || null;
+    if (el.getBoundingClientRect().top >= 48) return el.post || null;
   }
   return null;
 }
