@@ -22,6 +22,9 @@ const (
 	// set or lifted a block. Their clients reconnect, authenticated and
 	// filtered anew. What others do never revokes a user's streams.
 	EventRevoke = "revoke"
+	// EventMarker: a marker of Users[0] changed (marker.go); its streams
+	// read the markers anew.
+	EventMarker = "marker"
 )
 
 // Event tells live streams that an entry landed in, or left, timelines.
@@ -102,7 +105,7 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
 	}
-	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventNotification && w.Kind != EventRevoke {
+	if w.Kind != EventPost && w.Kind != EventDelete && w.Kind != EventNotification && w.Kind != EventRevoke && w.Kind != EventMarker {
 		return Event{}, fmt.Errorf("unknown event kind %q", w.Kind)
 	}
 	return Event{Kind: w.Kind, Entry: Entry{Score: w.Score, PostID: w.PostID}, Users: w.Users, Author: w.Author}, nil

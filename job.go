@@ -2,8 +2,9 @@ package feed
 
 // Job is a durable background job. Stores enqueue jobs in the transaction
 // of the change that needs them, so a committed change always gets its job
-// and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob
-// and FollowJob are all there is, and only this package can add to it.
+// and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob,
+// FollowJob and PushJob are all there is, and only this package can add
+// to it.
 type Job interface{ isJob() }
 
 // FanoutJob delivers a new post to the inboxes of its author and every
@@ -32,6 +33,17 @@ type FollowJob struct {
 	Follow     bool
 }
 
+// PushJob sends notification group GroupID of UserID to the user's push
+// subscription SubscriptionID (Service.DeliverPush). Stores enqueue one
+// per subscription that wants the group's kind, in the transaction that
+// opens the group.
+type PushJob struct {
+	SubscriptionID int64
+	UserID         int64
+	GroupID        int64
+}
+
 func (FanoutJob) isJob() {}
+func (PushJob) isJob()   {}
 func (RemoveJob) isJob() {}
 func (FollowJob) isJob() {}

@@ -59,6 +59,12 @@ type Service struct {
 	// Notify serves the notification groups (notify.go); nil: the
 	// notification reads answer ENOTFOUND.
 	Notify NotifyStore
+	// Markers keeps where users stopped reading (marker.go); nil: the
+	// marker routes answer ENOTFOUND.
+	Markers MarkerStore
+	// Push keeps Web Push subscriptions and sends them (push.go); nil:
+	// the push routes answer ENOTFOUND.
+	Push *Push
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

@@ -29,7 +29,7 @@ const (
 	WriteBlock                         // a block or unblock asked for
 	WriteMute                          // a mute or unmute asked for
 	WriteMutedWord                     // a muted word added or removed
-	WriteNotification                  // notifications marked read or dismissed
+	WriteNotification                  // notifications marked read or dismissed, markers moved, push subscriptions changed
 	WriteComment                       // a comment or reply added
 	WriteEdit                          // a change to a post (PATCH /v1/posts/{id})
 )

@@ -106,7 +106,9 @@ type Deps struct {
 	// removes from inboxes (one Publish per inbox write) and of every post
 	// of a pull-mode author, for live timeline streams.
 	Events feed.EventService
-	Log    *slog.Logger
+	// Push sends push jobs (feed.Service); nil: they are dropped.
+	Push Pusher
+	Log  *slog.Logger
 	// Trace logs the stages of each post job (--trace-posts); nil: nothing.
 	Trace *feed.Tracer
 	// Unavailable reports whether an error is the database out of reach,

@@ -30,6 +30,9 @@ type Observer interface {
 	// failed its last attempt and will not run again: some inboxes miss
 	// its post (the log says which post).
 	Discarded(kind string)
+	// Pushed: a push job ended a try with outcome (feed.PushOutcome's
+	// name: sent, skipped, gone, retry, refused).
+	Pushed(outcome string)
 }
 
 // observeLag tells Observe the lag of a finished delivery of a new post.

@@ -30,6 +30,7 @@ type countingObserver struct {
 func (o *countingObserver) Delivered(int)          {}
 func (o *countingObserver) Lag(time.Duration)      {}
 func (o *countingObserver) FirstLag(time.Duration) {}
+func (o *countingObserver) Pushed(string)          {}
 func (o *countingObserver) Discarded(kind string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

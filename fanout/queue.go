@@ -41,8 +41,11 @@ const (
 
 // queueOf returns the River queue of a feed job.
 func queueOf(j feed.Job) string {
-	if _, ok := j.(feed.FollowJob); ok {
+	switch j.(type) {
+	case feed.FollowJob:
 		return QueueFollow
+	case feed.PushJob:
+		return QueuePush
 	}
 	return river.QueueDefault
 }
@@ -124,6 +127,9 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	if err := river.AddWorkerSafely(workers, &followWorker{deps: deps}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &pushWorker{deps: deps}); err != nil {
+		return nil, err
+	}
 	rc := &river.Config{
 		Workers:      workers,
 		Logger:       log.With("component", "river"),
@@ -169,6 +175,7 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		rc.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueueFollow:        {MaxWorkers: min(cfg.Workers*followWorkersPer, river.QueueNumWorkersMax), FetchCooldown: followCooldown},
+			QueuePush:          {MaxWorkers: min(cfg.Workers*pushWorkersPer, river.QueueNumWorkersMax), FetchCooldown: followCooldown},
 		}
 	}
 	client, err := river.NewClient(driver, rc)
@@ -233,6 +240,8 @@ func argsOf(j feed.Job) (river.JobArgs, error) {
 		return PostArgs{Op: OpRemove, PostID: j.PostID, AuthorID: j.AuthorID, Score: j.Score}, nil
 	case feed.FollowJob:
 		return FollowArgs{FollowerID: j.FollowerID, FolloweeID: j.FolloweeID, Follow: j.Follow}, nil
+	case feed.PushJob:
+		return PushArgs{SubscriptionID: j.SubscriptionID, UserID: j.UserID, GroupID: j.GroupID}, nil
 	}
 	return nil, fmt.Errorf("fanout: no River job for %T", j)
 }

@@ -25,6 +25,7 @@ func TestFeed(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("Scroll", func(t *testing.T) { testScroll(t, open(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testScrollConcurrent(t, open(t)) })
 	t.Run("Degraded", func(t *testing.T) { testDegraded(t, open(t)) })
+	t.Run("Around", func(t *testing.T) { testAround(t, open(t)) })
 }
 
 type noCodes struct{}

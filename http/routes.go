@@ -87,6 +87,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/notifications/unread-count", v1(s.v1UnreadNotifications()))
 	mux.Handle("POST /v1/notifications/read", v1(s.perUser(feed.WriteNotification, s.v1ReadNotifications())))
 	mux.Handle("DELETE /v1/notifications/{key}", v1(s.perUser(feed.WriteNotification, s.v1DismissNotification())))
+	mux.Handle("GET /v1/markers", v1(s.v1Markers()))
+	mux.Handle("POST /v1/markers", v1(s.perUser(feed.WriteNotification, s.v1SetMarkers())))
+	mux.Handle("GET /v1/push/key", v1(s.v1PushKey()))
+	mux.Handle("GET /v1/push/subscriptions", v1(s.v1PushSubscriptions()))
+	mux.Handle("POST /v1/push/subscriptions", v1(s.perUser(feed.WriteNotification, s.v1Subscribe())))
+	mux.Handle("DELETE /v1/push/subscriptions/{id}", v1(s.perUser(feed.WriteNotification, s.v1Unsubscribe())))
 	mux.Handle("/v1/", s.v1NotFound())
 
 	// feedd's own web page (web/): the document at exactly / and its

@@ -355,8 +355,14 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 		return err
 	}
 	latest := latestNotifications(batch)
+	lastMarker := -1 // the batch's last marker event sends the markers once
 	for i, ev := range batch {
-		if tr.Enabled() && ev.Kind != feed.EventNotification {
+		if ev.Kind == feed.EventMarker {
+			lastMarker = i
+		}
+	}
+	for i, ev := range batch {
+		if tr.Enabled() && (ev.Kind == feed.EventPost || ev.Kind == feed.EventDelete) {
 			tr.Stage(ev.Entry.PostID, "stream received", "user_id", uid, "kind", ev.Kind)
 		}
 		switch ev.Kind {
@@ -371,6 +377,16 @@ func (s *Server) streamEvents(ctx context.Context, uid int64, out *sse, batch []
 				return err
 			}
 			if err := out.event("delete", "", V1Deleted{ID: ev.Entry.PostID}); err != nil {
+				return err
+			}
+		case feed.EventMarker:
+			if i != lastMarker {
+				continue
+			}
+			if err := flushRun(); err != nil {
+				return err
+			}
+			if err := s.streamMarkers(ctx, uid, out); err != nil {
 				return err
 			}
 		case feed.EventNotification:

@@ -419,7 +419,12 @@ func (s *Server) v1Timeline() http.Handler {
 		tok, _ := bearer(r)
 		return s.Service.TimelineAs(r.Context(), tok, after, limit)
 	})
+	around := s.v1RequireUser(s.v1TimelineAround())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Has("around") || q.Has("before") {
+			around.ServeHTTP(w, r) // around.go
+			return
+		}
 		tok, _ := bearer(r)
 		limit, err := queryLimit(r, feed.MaxTimelineLimit)
 		if err == nil {

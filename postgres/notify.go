@@ -152,6 +152,10 @@ func (db *DB) notifyAdd(ctx context.Context, tx pgx.Tx, userID int64, kind strin
 		if err := db.notifyTrim(ctx, tx, userID, now); err != nil {
 			return err
 		}
+		// A group is pushed once, when it opens (feed.PushJob).
+		if err := db.pushJobs(ctx, tx, userID, gid, kind); err != nil {
+			return err
+		}
 	}
 	var err error
 	if actorID == 0 {

@@ -96,6 +96,10 @@ step_notify() {
 	run "$FEEDD" bench notify --runs 6 --json
 	run "$FEEDD" bench notify --runs 5 --database-url "$PG" --json
 }
+step_push() {
+	run "$FEEDD" bench push --runs 5 --json
+	run "$FEEDD" bench push --runs 5 --database-url "$PG" --json
+}
 step_writes() {
 	run "$FEEDD" bench writes --runs 3 --json
 	run "$FEEDD" bench writes --runs 3 --sqlite-synchronous NORMAL --json
@@ -128,7 +132,7 @@ step_recovery() {
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify writes comments import capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify push writes comments import capacity mixed recovery soak)
 
 # start_mariadb starts a MariaDB on loopback for the import step (once; as
 # PostgreSQL's user when run as root, as mariadbd refuses root), with a

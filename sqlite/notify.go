@@ -155,6 +155,10 @@ func (db *DB) notifyAdd(ctx context.Context, tx *sql.Tx, userID int64, kind stri
 		if err := db.notifyTrim(ctx, tx, userID, now); err != nil {
 			return err
 		}
+		// A group is pushed once, when it opens (feed.PushJob).
+		if err := db.pushJobs(ctx, tx, userID, gid, kind); err != nil {
+			return err
+		}
 	}
 	var err error
 	if actorID == 0 {

@@ -30,3 +30,6 @@ func TestNotifyMuteRace(t *testing.T) {
 }
 
 func TestVisibility(t *testing.T) { feedtest.TestVisibility(t, openNotify) }
+func TestMarkers(t *testing.T)    { feedtest.TestMarkers(t, openNotify) }
+
+func TestPush(t *testing.T) { feedtest.TestPush(t, openNotify) }

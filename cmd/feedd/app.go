@@ -99,6 +99,9 @@ func runApp(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		log.Info("migrations applied")
 		return nil
 	}
+	if c.cmd == "push-key" {
+		return printPushKey(ctx, a, stdout)
+	}
 	admin, err := startAdmin(ctx, c, a)
 	if err != nil {
 		return err
@@ -183,6 +186,8 @@ type stores interface {
 	feed.SnapshotStore
 	feed.NotifyStore
 	feed.CommentStore
+	feed.MarkerStore
+	feed.PushStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -199,7 +204,8 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}()
 	workers := c.workers
-	if c.cmd == "migrate" {
+	oneShot := c.cmd == "migrate" || c.cmd == "push-key" // runs a step and exits
+	if oneShot {
 		workers = 0
 	}
 	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, CompletedRetention: c.jobRetention, Log: log}
@@ -362,7 +368,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
-	if c.cmd != "migrate" {
+	if !oneShot {
 		// Notification groups reach live streams as events (cmd/feedd/notify.go).
 		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		notified(publishNotices(nctx, a.events, log))
@@ -386,7 +392,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}
-	if workers > 0 && c.cmd != "migrate" {
+	if workers > 0 && !oneShot {
 		// This process works jobs: its API gives way to them when they
 		// fall behind (feedhttp.Shed.Lag), and the lag is a metric.
 		a.lag = &lagWatch{}
@@ -405,7 +411,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
-		Notify: st, Comments: st,
+		Notify: st, Comments: st, Markers: st,
+	}
+	if a.service.Push, err = c.newPush(st); err != nil {
+		return nil, err
+	}
+	if a.service.Push != nil {
+		deps.Push = a.service // the push jobs' worker (fanout/push.go)
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

@@ -23,6 +23,7 @@ import (
 
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/pushtest"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
 )
@@ -40,6 +41,7 @@ Usage:
   feedd bench writes  [flags]   small writes over HTTP: setup of --users users (code, login, /user/me, two
                                 follows each), likes/s and follows/s, --concurrency clients, closed loop
   feedd bench notify  [flags]   likes with notifications on and off, and the page read with a 100,000-actor group
+  feedd bench push    [flags]   Web Push: pushes/s of the push jobs to a push service on loopback
   feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
                                 10-comment one (both orders), and the delete of the big post
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
@@ -75,17 +77,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "comments", "capacity", "import":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "capacity", "import":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, comments, capacity or import)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -157,6 +159,16 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer cleanup()
 		c.noEvents = !bf.events
+		if sub == "push" {
+			// The push service on loopback that the pushes go to.
+			srv, err := pushtest.NewServer()
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			bf.push.Server = srv
+			c.push.on, c.push.allow = true, strings.TrimPrefix(srv.URL, "http://")
+		}
 		api := *c
 		if bf.workersApart {
 			api.workers = 0 // feedd serve --workers 0; the workers are wired below as feedd worker
@@ -347,6 +359,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		opt := bf.notify
 		opt.Runs, opt.SetNotify = bf.runs, setNotify
 		r, err := bench.Notify(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "push":
+		opt := bf.push
+		opt.Runs = bf.runs
+		r, err := bench.Push(ctx, env, opt)
 		if err != nil {
 			return err
 		}

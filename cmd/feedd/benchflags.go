@@ -38,6 +38,7 @@ type benchFlags struct {
 	soakWindow   time.Duration
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
+	push         bench.PushOptions
 	comments     bench.CommentsOptions
 	mysql        string // import: the MySQL server
 	hmdpRedis    string // import: the tutorial's Redis, for likes
@@ -93,6 +94,8 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.hmdpComments, "hmdp-comments", 3, "import: comments per post, on average (about half of them replies)")
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
+	fs.IntVar(&bf.push.Groups, "push-groups", 2000, "push: notification groups opened per run, each pushed to every subscription")
+	fs.IntVar(&bf.push.Subscriptions, "push-subscriptions", 2, fmt.Sprintf("push: push subscriptions of the author (1-%d)", feed.MaxPushSubscriptions))
 	declareCommentsBenchFlags(fs, &bf.comments)
 	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {

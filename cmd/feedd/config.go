@@ -74,6 +74,8 @@ type config struct {
 	// Grouped notifications (notify.go).
 	notifyOn bool
 	notify   feed.NotifySettings
+	// Web Push (push.go).
+	push pushFlags
 
 	// Reports and login codes against abuse by other users (docs/API.md,
 	// "Reports"; docs/operations.md, "Login codes").
@@ -185,6 +187,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	dur(&c.limits.CodeResendAfter, "code-resend-after", "FEED_CODE_RESEND_AFTER", feed.CodeResendAfter, "least time between two login codes of one phone, whoever asks for them (a burned code holds it too); sooner is refused with Retry-After")
 
 	declareNotifyFlags(fs, c, fromEnv, help)
+	declarePushFlags(fs, c, fromEnv, help)
 
 	declareSecurityFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
@@ -269,6 +272,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, fmt.Errorf("--inbox-layout: %w", err)
 	}
 	if err := c.validNotify(); err != nil {
+		return nil, err
+	}
+	if err := c.validPush(); err != nil {
 		return nil, err
 	}
 	if err := c.validRank(); err != nil {

@@ -102,7 +102,7 @@ func subcommandFlags(t *testing.T) map[string]*flag.FlagSet {
 	t.Helper()
 	noEnv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
-	for _, sub := range []string{"serve", "worker", "migrate"} {
+	for _, sub := range []string{"serve", "worker", "migrate", "push-key"} {
 		fs, err := newFlagSet(sub, &config{}, noEnv, io.Discard)
 		if err != nil {
 			t.Fatal(err)

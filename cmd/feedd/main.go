@@ -28,6 +28,7 @@ Usage:
   feedd [serve] [flags]   serve the HTTP API and work fan-out jobs (the default)
   feedd worker [flags]    work fan-out jobs only
   feedd migrate [flags]   apply database migrations and exit
+  feedd push-key [flags]  print the public VAPID key browsers subscribe to Web Push with (made once, kept in the database)
   feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
   feedd import hmdp       import the tutorial's MySQL and Redis, keeping ids (feedd import --help)
   feedd bench NAME        measure fan-out, reads, publish, memory, streams, mixed load, ranking,
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
 		return nil
-	case "serve", "worker", "migrate", "seed":
+	case "serve", "worker", "migrate", "seed", "push-key":
 		cfg, err := parseConfig(cmd, args, getenv, stderr)
 		if err != nil {
 			return err

@@ -29,3 +29,16 @@ func TestBenchNotify(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchPush runs a small `feedd bench push`: every push arrives once,
+// the first are decrypted and their VAPID JWT checked, and the result has
+// its figure.
+func TestBenchPush(t *testing.T) {
+	out := runBenchJSON(t, "push", "--push-groups", "30", "--push-subscriptions", "2", "--runs", "2")
+	if out["backend"] != "sqlite" || out["checked"].(float64) != 60 {
+		t.Fatalf("backend %v, checked %v; want sqlite and 60", out["backend"], out["checked"])
+	}
+	if x, ok := out["pushes_per_s"].(float64); !ok || x <= 0 {
+		t.Fatalf("pushes_per_s = %v", out["pushes_per_s"])
+	}
+}

@@ -57,8 +57,8 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Blocks, "block-limit-user", "FEED_BLOCK_LIMIT_USER", "block and unblock requests one user may make")
 	limit(&c.writeLimits.Mutes, "mute-limit-user", "FEED_MUTE_LIMIT_USER", "mute and unmute requests one user may make")
 	limit(&c.writeLimits.MutedWords, "muted-word-limit-user", "FEED_MUTED_WORD_LIMIT_USER", "muted words one user may add or remove")
-	limit(&c.writeLimits.Notifications, "notification-limit-user", "FEED_NOTIFICATION_LIMIT_USER", "notification changes (mark read, dismiss) one user may make")
 	limit(&c.writeLimits.Edits, "edit-limit-user", "FEED_EDIT_LIMIT_USER", "changes to their posts (PATCH /v1/posts/{id}) one user may make")
+	limit(&c.writeLimits.Notifications, "notification-limit-user", "FEED_NOTIFICATION_LIMIT_USER", "notification changes (mark read, dismiss, markers moved, push subscriptions changed) one user may make")
 }
 
 // checkSecurity reads the secrets given by file and checks this file's

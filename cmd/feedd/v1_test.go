@@ -300,6 +300,7 @@ func TestV1API(t *testing.T) {
 	v1FilterExchanges(t, c, a, b, c.publish(a, "reported").ID)
 	v1NotifyExchanges(t, c, a, b)
 	v1CommentExchanges(t, c, a, b)
+	v1MarkerPushExchanges(t, c, b)
 
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),

@@ -37,6 +37,7 @@ type Metrics struct {
 	lag        prometheus.Histogram
 	firstLag   prometheus.Histogram
 	discarded  *prometheus.CounterVec
+	pushes     *prometheus.CounterVec
 	rebuilds   prometheus.Counter
 	degraded   prometheus.Counter
 	codes      prometheus.Counter
@@ -81,6 +82,10 @@ func New() *Metrics {
 			Name: "feedd_fanout_jobs_discarded_total",
 			Help: "Fan-out jobs that failed their last attempt and will not run again, by kind: inboxes that miss a post (or a follow's change); the log has the post id.",
 		}, []string{"kind"}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_push_jobs_total",
+			Help: "Tries of Web Push jobs, by outcome: sent, skipped (alert off, group read or gone, hidden), gone (subscription removed on 404 or 410), retry (429, 5xx, no answer), refused (another 4xx, an endpoint not allowed).",
+		}, []string{"outcome"}),
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_rebuilds_total",
 			Help: "Inboxes refilled from the source of truth (lost from Redis, or an idle user back).",
@@ -111,10 +116,13 @@ func New() *Metrics {
 	for _, kind := range []string{"feed_post", "feed_batch", "feed_follow"} {
 		m.discarded.WithLabelValues(kind)
 	}
+	for _, o := range []string{"sent", "skipped", "gone", "retry", "refused"} {
+		m.pushes.WithLabelValues(o)
+	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.discarded, m.rebuilds, m.degraded, m.codes, m.pulls,
+		m.requests, m.duration, m.refusals, m.deliveries, m.lag, m.firstLag, m.discarded, m.pushes, m.rebuilds, m.degraded, m.codes, m.pulls,
 	)
 	return m
 }
@@ -175,6 +183,9 @@ func (m *Metrics) FirstLag(lag time.Duration) { m.firstLag.Observe(lag.Seconds()
 
 // Discarded implements fanout.Observer.
 func (m *Metrics) Discarded(kind string) { m.discarded.WithLabelValues(kind).Inc() }
+
+// Pushed implements fanout.Observer.
+func (m *Metrics) Pushed(outcome string) { m.pushes.WithLabelValues(outcome).Inc() }
 
 // StreamPage implements feed.Observer.
 func (m *Metrics) StreamPage(pulls int) { m.pulls.Observe(float64(pulls)) }

@@ -20,6 +20,7 @@ CREATE INDEX inbox_trim_due ON inbox_trim (user_id) WHERE room < 0;
 CREATE TABLE likes (id INTEGER PRIMARY KEY AUTOINCREMENT, post_id INTEGER NOT NULL, user_id INTEGER NOT NULL, created_at INTEGER NOT NULL, author_id INTEGER NOT NULL DEFAULT 0, UNIQUE (post_id, user_id));
 CREATE INDEX likes_user ON likes (user_id, post_id, created_at, author_id);
 CREATE TABLE login_codes (phone TEXT PRIMARY KEY, code_hash TEXT NOT NULL, sent_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TABLE markers (user_id INTEGER NOT NULL, timeline TEXT NOT NULL, last_read_id INTEGER NOT NULL, score INTEGER NOT NULL, version INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (user_id, timeline)) WITHOUT ROWID;
 CREATE TABLE muted_words (user_id INTEGER NOT NULL, word TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (user_id, word)) WITHOUT ROWID;
 CREATE TABLE mutes (user_id INTEGER NOT NULL, muted_id INTEGER NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (user_id, muted_id)) WITHOUT ROWID;
 CREATE TABLE notify_actors (group_id INTEGER NOT NULL REFERENCES notify_groups (id) ON DELETE CASCADE, actor_id INTEGER NOT NULL, at INTEGER NOT NULL, retracted INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (group_id, actor_id)) WITHOUT ROWID;
@@ -31,6 +32,8 @@ CREATE TABLE notify_read (user_id INTEGER PRIMARY KEY, read_at INTEGER NOT NULL)
 CREATE TABLE posts (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), shop_id INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL, images TEXT NOT NULL DEFAULT '', content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, comments INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, comment_policy INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
 CREATE INDEX posts_user ON posts (user_id, created_at DESC, id DESC);
+CREATE TABLE push_subscriptions (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL, endpoint TEXT NOT NULL UNIQUE, p256dh TEXT NOT NULL, auth TEXT NOT NULL, alerts_off TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL);
+CREATE INDEX push_subscriptions_user ON push_subscriptions (user_id, id);
 CREATE TABLE rank_snapshots (id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, items TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX rank_snapshots_expires ON rank_snapshots (expires_at);
 CREATE INDEX rank_snapshots_user ON rank_snapshots (user_id, created_at);
@@ -41,3 +44,4 @@ CREATE TABLE reports (post_id INTEGER NOT NULL, reporter_id INTEGER NOT NULL, re
 CREATE TABLE sessions (token_hash TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users (id), expires_at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX sessions_expires ON sessions (expires_at);
 CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, phone TEXT NOT NULL UNIQUE, nick_name TEXT NOT NULL, icon TEXT NOT NULL DEFAULT '', city TEXT NOT NULL DEFAULT '', introduce TEXT NOT NULL DEFAULT '', fans INTEGER NOT NULL DEFAULT 0, followee INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, mode INTEGER NOT NULL DEFAULT 0, active_at INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE vapid_keys (id INTEGER PRIMARY KEY CHECK (id = 1), private_key TEXT NOT NULL, public_key TEXT NOT NULL, created_at INTEGER NOT NULL);

@@ -11,6 +11,8 @@ import { Notifications } from './notify.js';
 import { PostPage } from './comments.js';
 import { icon } from './icons.js';
 import { setTime } from './time.js';
+import { Markers, topPost } from './markers.js';
+import { Push } from './push.js';
 
 const $ = (id) => document.getElementById(id);
 const views = ['login', 'home', 'user', 'post', 'notifications'];
@@ -237,6 +239,62 @@ setOnUnauthorized(loggedOut);
 
 // ---- home: compose, banner, timeline
 
+// The home timeline opens where the reader stopped (markers.js), with
+// "N new since you last read" above; scrolling up to newer posts moves
+// the marker.
+const marks = new Markers();
+let jumpTo = null;   // the marked post, to scroll to once its page is shown
+let topSeen = null;  // the newest post the reader has had on screen
+let tracking = false; // the first page is shown (and scrolled to): scrolls are the reader's
+
+async function homePage(c) {
+  if (!c) tracking = false;
+  if (!c && order === 'latest') {
+    const page = await marks.firstPage(20);
+    if (page) {
+      // New since the marked post: those above it on this page and the
+      // newer ones the page leaves out.
+      const above = page.data.findIndex((p) => p.id === marks.lastRead);
+      jumpTo = marks.lastRead;
+      paintSince(page.newer_count + Math.max(above, 0));
+      return page;
+    }
+  }
+  if (!c) paintSince(0);
+  return api('GET', '/v1/timeline?limit=20' + (order === 'ranked' ? '&order=ranked' : '') + (c ? '&cursor=' + encodeURIComponent(c) : ''));
+}
+
+function homeShown() {
+  paintBanner();
+  if (jumpTo !== null) {
+    const el = $('timeline').querySelector(`[data-post-id="${jumpTo}"]`);
+    jumpTo = null;
+    if (el) { topSeen = el.post; el.scrollIntoView({ block: 'start' }); scrollBy(0, -60); } // below the banner too (the bar: scroll-padding)
+  }
+  tracking = true;
+}
+
+function paintSince(n) {
+  $('since').hidden = !n;
+  $('since').textContent = n === 1 ? '1 new since you last read' : `${n} new since you last read`;
+}
+
+$('since').addEventListener('click', () => busy($('since'), $('compose-msg'), async () => {
+  for (const p of await marks.newer()) timeline.place(p);
+  paintSince(0);
+  scrollTo({ top: 0 });
+}));
+
+let scrollTick = 0;
+addEventListener('scroll', () => {
+  if (scrollTick || !tracking || order !== 'latest' || $('home').hidden || !timeline) return;
+  scrollTick = requestAnimationFrame(() => {
+    scrollTick = 0;
+    const p = topPost($('timeline'));
+    if (p && (!topSeen || feedOrder(p, topSeen) < 0)) { topSeen = p; marks.seen(p.id); }
+  });
+}, { passive: true });
+
 $('compose').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const btn = ev.submitter || $('compose').querySelector('button');
@@ -311,6 +369,7 @@ function startStream() {
   live = openStream({
     ready,
     notification(g) { notes.event(g); },
+    marker(ms) { marks.event(ms); },
     post(p) {
       if (order === 'ranked') { // a ranked page has no place for it: the banner reloads
         if (!timeline.has(p.id) && !pending.some((q) => q.id === p.id)) pending.push(p);
@@ -416,15 +475,18 @@ async function start() {
   }
   $('me-link').href = '#/users/' + me.id;
   $('me-link').textContent = me.nick_name;
-  timeline = feedList($('timeline'), $('timeline-state'),
-    (c) => api('GET', '/v1/timeline?limit=20' + (order === 'ranked' ? '&order=ranked' : '') + (c ? '&cursor=' + encodeURIComponent(c) : '')), discover, paintBanner);
+  timeline = feedList($('timeline'), $('timeline-state'), homePage, discover, homeShown);
+  await marks.load();
+  topSeen = null;
   notes.refresh();
+  push.paint();
   route();
   await startStream(); // then read: a post landing in between comes by the stream
   timeline.reset();
 }
 
 const postPage = new PostPage({ renderPost, avatar });
+const push = new Push($('push-toggle'), $('push-msg'));
 
 function route() {
   if (!me) return;
@@ -432,7 +494,7 @@ function route() {
   postPage.close();
   const post = location.hash.match(/^#\/posts\/(\d+)$/);
   if (post) { userList?.stop(); userList = null; show('post'); scrollTo({ top: 0 }); postPage.open(Number(post[1]), me); return; }
-  if (location.hash === '#/notifications') { userList?.stop(); userList = null; show('notifications'); notes.show(); return; }
+  if (location.hash === '#/notifications') { userList?.stop(); userList = null; show('notifications'); notes.show(); push.paint(); return; }
   const m = location.hash.match(/^#\/users\/(\d+)$/);
   if (m) { userPage(Number(m[1])); return; }
   userList?.stop();
@@ -451,6 +513,8 @@ function setOrder(o) {
   $('order-ranked').setAttribute('aria-pressed', String(o === 'ranked'));
   pending = [];
   paintBanner();
+  paintSince(0);
+  topSeen = null;
   timeline.reset();
 }
 $('order-latest').addEventListener('click', () => setOrder('latest'));

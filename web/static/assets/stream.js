@@ -77,6 +77,7 @@ export function openStream(on) {
     if (event === 'post') on.post?.(v);
     else if (event === 'delete') on.delete?.(typeof v === 'object' && v ? v.id : v);
     else if (event === 'notification') on.notification?.(v);
+    else if (event === 'marker') on.marker?.(v);
   }
 
   connect();

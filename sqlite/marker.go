@@ -1,0 +1,64 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	feed "github.com/feedd/feedd"
+)
+
+var _ feed.MarkerStore = (*DB)(nil)
+
+// Markers implements feed.MarkerStore.
+func (db *DB) Markers(ctx context.Context, userID int64) (map[string]feed.Marker, error) {
+	rows, err := db.read(ctx, `SELECT timeline, last_read_id, score, version, updated_at FROM markers WHERE user_id = ?`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]feed.Marker{}
+	for rows.Next() {
+		var m feed.Marker
+		var updated int64
+		if err := rows.Scan(&m.Timeline, &m.Position.PostID, &m.Position.Score, &m.Version, &updated); err != nil {
+			return nil, err
+		}
+		m.LastReadID, m.UpdatedAt = m.Position.PostID, time.UnixMilli(updated)
+		out[m.Timeline] = m
+	}
+	return out, rows.Err()
+}
+
+// PutMarkers implements feed.MarkerStore: each put is an insert (Prev 0)
+// or an update guarded by the version, and one that changes no row
+// rolls the transaction back.
+func (db *DB) PutMarkers(ctx context.Context, userID int64, puts []feed.MarkerPut) error {
+	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, p := range puts {
+			m := p.M
+			var res sql.Result
+			var err error
+			if p.Prev == 0 {
+				res, err = tx.ExecContext(ctx, `INSERT INTO markers (user_id, timeline, last_read_id, score, version, updated_at)
+					VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, userID, m.Timeline, m.LastReadID, m.Position.Score, m.Version, ms(m.UpdatedAt))
+			} else {
+				res, err = tx.ExecContext(ctx, `UPDATE markers SET last_read_id = ?, score = ?, version = ?, updated_at = ?
+					WHERE user_id = ? AND timeline = ? AND version = ?`, m.LastReadID, m.Position.Score, m.Version, ms(m.UpdatedAt), userID, m.Timeline, p.Prev)
+			}
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return feed.Errorf(feed.ECONFLICT, "the %s marker changed meanwhile: read it again", m.Timeline)
+			}
+			if m.Timeline == feed.MarkerNotifications {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO notify_read (user_id, read_at) VALUES (?, ?)
+					ON CONFLICT (user_id) DO UPDATE SET read_at = excluded.read_at`, userID, m.Position.Score); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
