@@ -50,6 +50,9 @@ type AuthStore interface {
 	Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error)
 	// DeleteSession ends a session. Idempotent.
 	DeleteSession(ctx context.Context, tokenHash string) error
+	// EndSessions ends every session of userID (a revocation, an
+	// erasure). Idempotent.
+	EndSessions(ctx context.Context, userID int64) error
 }
 
 // ResendTooSoon is AuthStore.SaveCode's refusal of a code asked for less
@@ -141,6 +144,9 @@ func (s *Service) randomString(n int, alphabet string) (string, error) {
 // others spent, or whose last code others asked for, is refused with the
 // time to wait (ETOOMANY's and ResendTooSoon's RetryAfter).
 func (s *Service) SendCode(ctx context.Context, phone string) error {
+	if s.PhoneLoginOff {
+		return errPhoneLoginOff
+	}
 	if !ValidPhone(phone) {
 		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
@@ -213,6 +219,9 @@ func codePhoneKey(phone string) string { return "code:phone:" + phone }
 // A code burned by wrong tries spent its unit of the phone's quota, and its
 // resend wait still holds.
 func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
+	if s.PhoneLoginOff {
+		return "", errPhoneLoginOff
+	}
 	if !ValidPhone(phone) {
 		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
@@ -239,19 +248,12 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 	if client != "" {
 		s.refund(ctx, failKey, s.Limits.FailsPerClient)
 	}
-	nick, err := s.randomString(10, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	u, err := s.Users.FindOrCreateUser(ctx, phone, s.newNickName(), now)
 	if err != nil {
 		return "", err
 	}
-	u, err := s.Users.FindOrCreateUser(ctx, phone, "user_"+nick, now)
+	token, err := s.newSession(ctx, u.ID)
 	if err != nil {
-		return "", err
-	}
-	token, err := NewSessionToken(u.ID, s.rand())
-	if err != nil {
-		return "", err
-	}
-	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	if _, err := s.touch(ctx, u.ID); err != nil {
@@ -289,11 +291,19 @@ func TokenUser(token string) (int64, bool) {
 	return n, true
 }
 
-// Authenticate returns the user id of a live session token and extends the
-// session. EUNAUTHORIZED otherwise.
+// errPhoneLoginOff refuses the phone-code login where it is turned off.
+var errPhoneLoginOff = Errorf(EFORBIDDEN, "phone-code login is turned off on this server; sign in through your app")
+
+// Authenticate returns the user id of a token and, for a session token,
+// extends the session: a token of the app's login (a JWT, LooksLikeJWT)
+// is verified by s.Tokens (identity.go), any other is a session's.
+// EUNAUTHORIZED otherwise (a refusal of RefuseToken for a JWT).
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
 	if token == "" {
 		return 0, Errorf(EUNAUTHORIZED, "login required")
+	}
+	if LooksLikeJWT(token) {
+		return s.authenticateToken(ctx, token)
 	}
 	id, err := s.Auth.Session(ctx, HashSecret(token), s.now(), SessionTTL)
 	if err != nil {

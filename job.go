@@ -2,8 +2,9 @@ package feed
 
 // Job is a durable background job. Stores enqueue jobs in the transaction
 // of the change that needs them, so a committed change always gets its job
-// and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob
-// and FollowJob are all there is, and only this package can add to it.
+// and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob,
+// FollowJob and EraseJob are all there is, and only this package can add
+// to it.
 type Job interface{ isJob() }
 
 // FanoutJob delivers a new post to the inboxes of its author and every
@@ -32,6 +33,14 @@ type FollowJob struct {
 	Follow     bool
 }
 
+// EraseJob works the erasure of a user (Service.EraseWork) until it is
+// done. AccountStore.StartErasure enqueues it in the transaction that
+// records the erasure.
+type EraseJob struct {
+	ErasureID int64
+}
+
 func (FanoutJob) isJob() {}
+func (EraseJob) isJob()  {}
 func (RemoveJob) isJob() {}
 func (FollowJob) isJob() {}

@@ -44,6 +44,9 @@ type Inbox interface {
 	// Trim keeps the newest cap entries of userID's inbox and drops the rest.
 	Trim(ctx context.Context, userID int64, cap int) error
 
+	// Clear removes userID's whole inbox (an erasure). Idempotent.
+	Clear(ctx context.Context, userID int64) error
+
 	// Restore adds entries to userID's inbox and marks it complete, so that
 	// Page stops returning ErrInboxLost. It merges rather than replaces, so
 	// deliveries racing a rebuild are kept. Idempotent.
