@@ -34,22 +34,22 @@ type DataKind struct {
 // then the rest, notifications last (others' acts on what the user made
 // notify until it is gone).
 var DataKinds = []DataKind{
-	{Name: "sessions", Erase: true},                     // sessions, tokens (revocation), phone login
-	{Name: "identities", Export: true, Erase: true},     // the (issuer, subject) pairs linked to the user
-	{Name: "posts", Export: true, Erase: true},          // with their comments, likes and inbox entries
-	{Name: "profile", Export: true, Erase: true},        // the user's row
-	{Name: "comments", Export: true, Erase: true},       // on others' posts
-	{Name: "likes", Export: true, Erase: true},          // of posts
-	{Name: "comment_likes", Export: true, Erase: true},  // of comments
-	{Name: "following", Export: true, Erase: true},      // the user's follows
-	{Name: "followers", Export: true, Erase: true},      // others' follows of the user
-	{Name: "mutes", Export: true, Erase: true},          // the user's; erased both ways
-	{Name: "blocks", Export: true, Erase: true},         // the user's; erased both ways
-	{Name: "muted_words", Export: true, Erase: true},    // the user's
-	{Name: "reports", Export: true, Erase: true},        // of posts and comments, by the user
-	{Name: "rank_snapshots", Erase: true},               // the ranked timeline's orders
-	{Name: "inbox", Erase: true},                        // the user's timeline
-	{Name: "notifications", Export: true, Erase: true},  // the user's, and the user's part in others'
+	{Name: "sessions", Erase: true},                    // sessions, tokens (revocation), phone login
+	{Name: "identities", Export: true, Erase: true},    // the (issuer, subject) pairs linked to the user
+	{Name: "posts", Export: true, Erase: true},         // with their comments, likes and inbox entries
+	{Name: "profile", Export: true, Erase: true},       // the user's row
+	{Name: "comments", Export: true, Erase: true},      // on others' posts
+	{Name: "likes", Export: true, Erase: true},         // of posts
+	{Name: "comment_likes", Export: true, Erase: true}, // of comments
+	{Name: "following", Export: true, Erase: true},     // the user's follows
+	{Name: "followers", Export: true, Erase: true},     // others' follows of the user
+	{Name: "mutes", Export: true, Erase: true},         // the user's; erased both ways
+	{Name: "blocks", Export: true, Erase: true},        // the user's; erased both ways
+	{Name: "muted_words", Export: true, Erase: true},   // the user's
+	{Name: "reports", Export: true, Erase: true},       // of posts and comments, by the user
+	{Name: "rank_snapshots", Erase: true},              // the ranked timeline's orders
+	{Name: "inbox", Erase: true},                       // the user's timeline
+	{Name: "notifications", Export: true, Erase: true}, // the user's, and the user's part in others'
 }
 
 // Batches of exports and erasures.

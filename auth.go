@@ -80,22 +80,50 @@ const codeRefusal = "the code is wrong or has expired; ask for a new code"
 // Service.Secret, a key that is not in the database, so a copy of the
 // database does not give the 10^6 possible codes away.
 func (s *Service) codeHash(phone, code string) string {
+	m := hmac.New(sha256.New, s.secretKey())
+	io.WriteString(m, phone)
+	m.Write([]byte{0})
+	io.WriteString(m, code)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// secretKey is Service.Secret, or without one a random key of this process
+// (codes live two minutes; several processes sharing codes must share a
+// Secret).
+func (s *Service) secretKey() []byte {
 	s.secretOnce.Do(func() {
 		s.key = s.Secret
 		if len(s.key) == 0 {
-			// No configured secret: a key of this process (codes live two
-			// minutes; several processes sharing codes must share a Secret).
 			s.key = make([]byte, 32)
 			if _, err := io.ReadFull(rand.Reader, s.key); err != nil {
 				panic(err)
 			}
 		}
 	})
-	m := hmac.New(sha256.New, s.key)
-	io.WriteString(m, phone)
-	m.Write([]byte{0})
-	io.WriteString(m, code)
-	return hex.EncodeToString(m.Sum(nil))
+	return s.key
+}
+
+// MAC returns the HMAC-SHA256 of parts (base64url) keyed with the
+// service's secret: what feedd signs for itself to read back, such as a
+// single sign-on's login cookie, which any process sharing the secret can
+// check.
+func (s *Service) MAC(parts ...string) string {
+	m := hmac.New(sha256.New, s.secretKey())
+	for _, p := range parts {
+		io.WriteString(m, p)
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CountSSO counts a single sign-on started or finished by the client
+// address of ctx against s.Limits.SSOPerClient; ETOOMANY over it.
+func (s *Service) CountSSO(ctx context.Context) error {
+	c := Client(ctx)
+	if c == "" {
+		return nil
+	}
+	return s.hit(ctx, "sso:client:"+c, s.Limits.SSOPerClient, 1, "sign-ins from your address")
 }
 
 var phoneRE = regexp.MustCompile(`^1[3-9][0-9]{9}$`)

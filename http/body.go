@@ -80,12 +80,12 @@ const firstBuffer = 4 << 10
 
 // read reads src into a buffer counted against b as it grows: at most
 // declared bytes when declared > 0 (the server stops a body at its
-// Content-Length), else at most MaxBody (src is limitBody's
-// MaxBytesReader, which fails past MaxBody). It returns what it read, the
-// bytes it counted (the caller gives them back when done with the buffer)
-// and the read's error; errBodyMemory when the buffer could not grow.
-func (b *budget) read(src io.Reader, declared int64) (buf []byte, counted int64, err error) {
-	limit := int64(MaxBody)
+// Content-Length), else at most maxLen (src is limitBody's MaxBytesReader,
+// which fails past it). It returns what it read, the bytes it counted (the
+// caller gives them back when done with the buffer) and the read's error;
+// errBodyMemory when the buffer could not grow.
+func (b *budget) read(src io.Reader, declared, maxLen int64) (buf []byte, counted int64, err error) {
+	limit := maxLen
 	if declared > 0 {
 		limit = min(declared, limit)
 	}
@@ -94,13 +94,13 @@ func (b *budget) read(src io.Reader, declared int64) (buf []byte, counted int64,
 			if declared > 0 {
 				return buf, counted, nil
 			}
-			// A body of unknown length that filled MaxBody: it ends here,
+			// A body of unknown length that filled maxLen: it ends here,
 			// or src refuses the rest.
 			var one [1]byte
 			n, err := src.Read(one[:])
 			switch {
 			case n > 0:
-				return buf, counted, &http.MaxBytesError{Limit: MaxBody}
+				return buf, counted, &http.MaxBytesError{Limit: maxLen}
 			case err == io.EOF:
 				return buf, counted, nil
 			}
@@ -174,7 +174,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, src io.Reader)
 	rc := http.NewResponseController(w)
 	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	buf, counted, err := s.bodies.read(src, r.ContentLength)
+	buf, counted, err := s.bodies.read(src, r.ContentLength, bodyLimit(r))
 	// The request's own deadline no longer matters once its body is read;
 	// left in place, it would cancel the request's context when it passes.
 	_ = rc.SetReadDeadline(time.Time{})

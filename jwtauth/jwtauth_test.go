@@ -258,4 +258,3 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
-

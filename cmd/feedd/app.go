@@ -74,6 +74,9 @@ type app struct {
 	// (feedhttp.Server.Unavailable).
 	unavailable func(error) bool
 
+	// sso is the page's single sign-on; nil when not configured.
+	sso feedhttp.SSO
+
 	// The pools, for feedd bench's samples: nil when not configured.
 	pgPool *pgxpool.Pool
 	rdb    goredis.UniversalClient
@@ -164,7 +167,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 func newAPI(c *config, a *app) *feedhttp.Server {
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory)}
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory), SSO: a.sso}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -183,6 +186,9 @@ type stores interface {
 	feed.SnapshotStore
 	feed.NotifyStore
 	feed.CommentStore
+	feed.IdentityStore
+	feed.APIKeyStore
+	feed.AccountStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -199,7 +205,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}()
 	workers := c.workers
-	if c.cmd == "migrate" {
+	if c.storeOnly() {
 		workers = 0
 	}
 	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, CompletedRetention: c.jobRetention, Log: log}
@@ -362,7 +368,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
-	if c.cmd != "migrate" {
+	if !c.storeOnly() {
 		// Notification groups reach live streams as events (cmd/feedd/notify.go).
 		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		notified(publishNotices(nctx, a.events, log))
@@ -386,7 +392,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}
-	if workers > 0 && c.cmd != "migrate" {
+	if workers > 0 && !c.storeOnly() {
 		// This process works jobs: its API gives way to them when they
 		// fall behind (feedhttp.Shed.Lag), and the lag is a metric.
 		a.lag = &lagWatch{}
@@ -399,7 +405,21 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	tokens, err := c.tokenVerifier(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	if tokens != nil {
+		a.closers = append(a.closers, func() error { tokens.Close(); return nil })
+	}
+	if p, err := c.singleSignOn(); err != nil {
+		return nil, err
+	} else if p != nil {
+		a.sso = p
+	}
 	a.service = &feed.Service{
+		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit,
+		PhoneLoginOff: !c.identity.phoneLogin,
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
@@ -407,10 +427,18 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st, Comments: st,
 	}
+	if tokens != nil {
+		a.service.Tokens = tokens
+	}
+	deps.Erase = a.service.EraseWork
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()
 	return a, nil
 }
+
+// storeOnly reports whether the command only uses the store, with no
+// workers, streams or API: feedd migrate and feedd apikey.
+func (c *config) storeOnly() bool { return c.cmd == "migrate" || c.cmd == "apikey" }
 
 // rankSnapshots returns where the ranked scrolls' orders are kept
 // (--rank-snapshots), given the store chosen so far (Redis when configured,

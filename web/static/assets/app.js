@@ -456,5 +456,33 @@ function setOrder(o) {
 $('order-latest').addEventListener('click', () => setOrder('latest'));
 $('order-ranked').addEventListener('click', () => setOrder('ranked'));
 
+// Single sign-on: the server's callback sends the browser back here with
+// the new session's token (#sso=...) or the reason it failed
+// (#sso-error=...) in the fragment, which no server sees; it is taken out
+// of the address at once.
+function signOnReturn() {
+  const m = location.hash.match(/^#sso(-error)?=(.*)$/);
+  if (!m) return false;
+  history.replaceState(null, '', location.pathname);
+  const value = decodeURIComponent(m[2].replace(/\+/g, ' '));
+  if (m[1]) { say($('login-msg'), value, 'error'); return true; }
+  token.set(value);
+  return false;
+}
+
+// The ways in this server offers: phone codes, single sign-on, or both.
+async function loginMethods() {
+  const m = await api('GET', '/v1/auth/methods').catch(() => null);
+  if (!m) return;
+  $('phone-login').hidden = !m.phone;
+  if (m.sso) {
+    $('sso-link').textContent = 'Sign in with ' + m.sso.name;
+    $('sso-link').href = m.sso.url;
+    $('sso').hidden = false;
+  }
+}
+
 addEventListener('hashchange', route);
-if (token.get()) start(); else show('login');
+loginMethods();
+const signOnFailed = signOnReturn();
+if (token.get() && !signOnFailed) start(); else show('login');
