@@ -230,28 +230,45 @@ func (s *Service) eraseSome(ctx context.Context, userID int64, kind, cursor stri
 	case "posts":
 		return s.erasePosts(ctx, userID, cursor)
 	case "inbox":
+		if err := s.Outbox.Clear(ctx, userID); err != nil {
+			return 0, "", false, err
+		}
 		return 0, "", false, s.Inbox.Clear(ctx, userID)
 	}
 	n, more, err = s.Accounts.ErasePage(ctx, kind, userID, EraseBatch, s.now())
 	return n, "", more, err
 }
 
-// erasePosts removes one batch of userID's posts: the cursor names the post
-// under way and the last follower whose inbox it left ("post:follower").
-// A post leaves its comments, its author's outbox and inbox, then its
-// followers' inboxes a page at a time, and goes last, so that work cut off
-// finds it again. Its count is 1 once it is gone.
+// erasePosts removes one batch of userID's posts: the cursor names the
+// post under way and the last follower whose inbox it left
+// ("post:follower"). A post leaves its author's outbox and inbox, then
+// its followers' inboxes a page at a time, then goes (its count is 1),
+// and its comments go last, a batch at a time (comments are purged only
+// once their post is gone). Each step is found again from the cursor, so
+// work cut off anywhere is done again, and nothing is left behind.
 func (s *Service) erasePosts(ctx context.Context, userID int64, cursor string) (int, string, bool, error) {
 	postID, after := parseEraseCursor(cursor)
 	var p *Post
 	if postID > 0 {
 		got, err := s.Posts.Post(ctx, postID)
-		if err != nil && ErrorCode(err) != ENOTFOUND {
+		switch {
+		case ErrorCode(err) == ENOTFOUND:
+			// Gone: its comments are left.
+			if s.Comments != nil {
+				n, err := s.Comments.PurgeComments(ctx, postID, PurgeBatch)
+				if err != nil {
+					return 0, cursor, false, err
+				}
+				if n == PurgeBatch {
+					return 0, cursor, true, nil
+				}
+			}
+			return 0, "", true, nil
+		case err != nil:
 			return 0, cursor, false, err
 		}
 		p = got
-	}
-	if p == nil {
+	} else {
 		posts, err := s.Posts.PostsOfUserWithin(ctx, userID, Top(), 1)
 		if err != nil || len(posts) == 0 {
 			return 0, "", false, err
@@ -260,15 +277,6 @@ func (s *Service) erasePosts(ctx context.Context, userID int64, cursor string) (
 	}
 	e := p.Entry()
 	if after == 0 {
-		if s.Comments != nil {
-			n, err := s.Comments.PurgeComments(ctx, p.ID, PurgeBatch)
-			if err != nil {
-				return 0, cursor, false, err
-			}
-			if n == PurgeBatch {
-				return 0, eraseCursor(p.ID, 0), true, nil // more comments: again
-			}
-		}
 		if err := s.Outbox.Remove(ctx, userID, e); err != nil {
 			return 0, cursor, false, err
 		}
@@ -292,7 +300,7 @@ func (s *Service) erasePosts(ctx context.Context, userID int64, cursor string) (
 	if err := s.Accounts.ErasePost(ctx, p.ID); err != nil {
 		return 0, cursor, false, err
 	}
-	return 1, "", true, nil
+	return 1, eraseCursor(p.ID, 0), true, nil
 }
 
 func eraseCursor(postID, after int64) string {

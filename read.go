@@ -70,6 +70,9 @@ type Outbox interface {
 	Add(ctx context.Context, authorID int64, e Entry) error
 	// Remove forgets a deleted post of authorID. Idempotent.
 	Remove(ctx context.Context, authorID int64, e Entry) error
+	// Clear forgets authorID's outbox as a whole, once their posts are
+	// gone (an erasure). Idempotent.
+	Clear(ctx context.Context, authorID int64) error
 	// Entries returns, for every author in authorIDs, their first (at most
 	// limit) entries within b, all merged in feed order. One round trip
 	// whatever the number of authors.

@@ -6,12 +6,16 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"database/sql"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +23,9 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/feedd/feedd/sqlite"
 )
 
 // The app beside feedd in the tests of docs/integrating.md: its login
@@ -274,4 +281,349 @@ func TestAppTokens(t *testing.T) {
 			c.refused(401, "unauthorized", "GET", "/v1/me", app.token("k1", "alice"), nil)
 		})
 	}
+}
+
+// call performs a server API request with the API key (a bearer token)
+// that must answer status, decoding its body into out.
+func (is *identityServer) call(method, tmpl string, body, out any, status int, args ...any) *v1Reply {
+	is.t.Helper()
+	return is.c.want(status, method, tmpl, is.key, body, out, args...)
+}
+
+type batchResults struct {
+	Results []struct {
+		Ref     string `json:"ref"`
+		ID      int64  `json:"id"`
+		Created bool   `json:"created"`
+		OK      bool   `json:"ok"`
+		Error   *struct{ Code, Message string }
+	} `json:"results"`
+}
+
+type serverPost struct {
+	apiPost
+	ForeignID string `json:"foreign_id"`
+}
+
+type erasure struct {
+	ID     int64          `json:"id"`
+	UserID int64          `json:"user_id"`
+	State  string         `json:"state"`
+	Counts map[string]int `json:"counts"`
+	Steps  []string       `json:"steps"`
+}
+
+// TestServerAPI (docs/integrating.md, "The server API"), on both engines:
+// batches are all or nothing per item with a result each; a foreign id
+// publishes once under 50 concurrent retries; a post is deleted by its
+// foreign id; a user's timeline is read as them; the export holds their
+// data; the erasure leaves no row, inbox entry or Redis key of the user.
+func TestServerAPI(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			is := startIdentityServer(t, engine, "--max-writes", "64")
+			c := is.c
+			c.refused(401, "unauthorized", "POST", "/v1/server/users", "", map[string]any{"users": []any{}})
+			c.refused(401, "unauthorized", "POST", "/v1/server/users", "fdk_not-a-key", map[string]any{"users": []any{}})
+
+			var up batchResults
+			is.call("POST", "/v1/server/users", map[string]any{"users": []map[string]string{
+				{"ref": "u1", "name": "One"}, {"ref": "u2"}, {"ref": ""}, {"ref": "u3", "picture": "javascript:alert(1)"},
+				{"ref": "u3"}, {"ref": "u4"}, {"ref": "u2", "name": "Two again"},
+			}}, &up, 200)
+			for i, want := range []string{"", "", "invalid", "invalid", "", "", "invalid"} {
+				r := up.Results[i]
+				if (r.Error == nil) != (want == "") || (r.Error != nil && r.Error.Code != want) || (want == "" && (!r.Created || r.ID == 0)) {
+					t.Fatalf("upsert item %d: %+v, want error %q", i, r, want)
+				}
+			}
+			id := map[string]int64{"u1": up.Results[0].ID, "u2": up.Results[1].ID, "u3": up.Results[4].ID, "u4": up.Results[5].ID}
+			is.call("POST", "/v1/server/users", map[string]any{"users": []map[string]string{{"ref": "u1", "name": "One!"}}}, &up, 200)
+			if r := up.Results[0]; r.ID != id["u1"] || r.Created {
+				t.Fatalf("upsert of a known ref: %+v", r)
+			}
+			var su struct {
+				Ref            string `json:"ref"`
+				ID             int64  `json:"id"`
+				NickName       string `json:"nick_name"`
+				FollowerCount  int    `json:"follower_count"`
+				FollowingCount int    `json:"following_count"`
+			}
+			is.call("GET", "/v1/server/users/{ref}", nil, &su, 200, "u1")
+			if su.ID != id["u1"] || su.NickName != "One!" {
+				t.Fatalf("GET u1: %+v", su)
+			}
+
+			var fr batchResults
+			pair := func(a, b string) map[string]string { return map[string]string{"follower": a, "followee": b} }
+			is.call("POST", "/v1/server/follows", map[string]any{"pairs": []map[string]string{
+				pair("u2", "u1"), pair("u3", "u1"), pair("u1", "u1"), pair("u1", "nobody"), pair("u1", "u2"), pair("u4", "u1"), pair("u1", "u3"),
+			}}, &fr, 200)
+			for i, want := range []string{"", "", "invalid", "not_found", "", "", ""} {
+				if r := fr.Results[i]; r.OK != (want == "") || (want != "" && (r.Error == nil || r.Error.Code != want)) {
+					t.Fatalf("follow pair %d: %+v, want %q", i, r, want)
+				}
+			}
+			is.call("POST", "/v1/server/unfollows", map[string]any{"pairs": []map[string]string{pair("u4", "u1")}}, &fr, 200)
+			is.call("GET", "/v1/server/users/{ref}", nil, &su, 200, "u1")
+			if su.FollowerCount != 2 || su.FollowingCount != 2 {
+				t.Fatalf("u1's counts after the batches: %+v", su)
+			}
+
+			// 50 concurrent retries of one publish make one post.
+			post := map[string]any{"user": "u1", "foreign_id": "f1", "title": "once", "content": "only once"}
+			var wg sync.WaitGroup
+			statuses := make([]int, 50)
+			ids := make([]int64, 50)
+			for i := range statuses {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// A client retries a refusal of load (503) as it would
+					// any failure: the foreign id makes that safe.
+					var r *v1Reply
+					for try := 0; try < 100 && (r == nil || r.Status == 503); try++ {
+						var err error
+						if r, err = c.send("POST", "/v1/server/posts", is.key, post); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+					var p serverPost
+					json.Unmarshal(r.Raw, &p)
+					statuses[i], ids[i] = r.Status, p.ID
+				}()
+			}
+			wg.Wait()
+			created := 0
+			for i := range statuses {
+				if statuses[i] == 201 {
+					created++
+				}
+				if (statuses[i] != 201 && statuses[i] != 200) || ids[i] != ids[0] || ids[0] == 0 {
+					t.Fatalf("retry %d: status %d, post %d (first %d)", i, statuses[i], ids[i], ids[0])
+				}
+			}
+			if created != 1 {
+				t.Fatalf("%d of 50 concurrent publishes of one foreign id made a post, want 1", created)
+			}
+			var p2, p3 serverPost
+			is.call("POST", "/v1/server/posts", map[string]any{"user": "u1", "foreign_id": "f2", "title": "two", "content": "c"}, &p2, 201)
+			is.call("POST", "/v1/server/posts", map[string]any{"user": "u3", "foreign_id": "f3", "title": "three", "content": "c"}, &p3, 201)
+			c.refused(409, "conflict", "POST", "/v1/server/posts", is.key, map[string]any{"user": "u1", "foreign_id": "f3", "title": "t", "content": "c"})
+			c.refused(404, "not_found", "POST", "/v1/server/posts", is.key, map[string]any{"user": "nobody", "foreign_id": "f9", "title": "t", "content": "c"})
+			var got serverPost
+			is.call("GET", "/v1/server/posts/{foreign_id}", nil, &got, 200, "f1")
+			if got.ID != ids[0] || got.ForeignID != "f1" || got.Title != "once" {
+				t.Fatalf("GET f1: %+v", got)
+			}
+			is.call("DELETE", "/v1/server/posts/{foreign_id}", nil, nil, 204, "f2")
+			c.refused(404, "not_found", "GET", "/v1/server/posts/{foreign_id}", is.key, nil, "f2")
+			c.refused(404, "not_found", "DELETE", "/v1/server/posts/{foreign_id}", is.key, nil, "f2")
+
+			// Server-side rendering: u2's timeline, read as u2.
+			waitFor(t, "f1 in u2's timeline", func() bool {
+				var page struct {
+					Data []apiPost `json:"data"`
+				}
+				is.call("GET", "/v1/server/users/{ref}/timeline?limit=10", nil, &page, 200, "u2")
+				return len(page.Data) == 1 && page.Data[0].ID == ids[0]
+			})
+
+			// u1 acts with the app's tokens too: likes, comments, mutes, a
+			// block, a muted word, a report.
+			u1, u2 := is.app.hsToken("u1"), is.app.hsToken("u2")
+			c.want(204, "PUT", "/v1/posts/{id}/like", u1, nil, nil, p3.ID)
+			c.want(204, "PUT", "/v1/posts/{id}/like", u2, nil, nil, ids[0])
+			c.want(201, "POST", "/v1/posts/{id}/comments", u1, map[string]string{"text": "from u1"}, nil, p3.ID)
+			c.want(201, "POST", "/v1/posts/{id}/comments", u2, map[string]string{"text": "on u1's post"}, nil, ids[0])
+			c.want(204, "PUT", "/v1/mutes/{id}", u1, nil, nil, id["u4"])
+			c.want(204, "PUT", "/v1/mutes/{id}", u2, nil, nil, id["u1"])
+			c.want(204, "PUT", "/v1/blocks/{id}", is.app.hsToken("u4"), nil, nil, id["u1"])
+			c.want(204, "PUT", "/v1/muted-words/{word}", u1, nil, nil, "spoiler")
+			c.want(204, "POST", "/v1/posts/{id}/report", u1, map[string]string{"reason": "spam"}, nil, p3.ID)
+
+			r := is.call("GET", "/v1/server/users/{ref}/export", nil, nil, 200, "u1")
+			var export map[string]json.RawMessage
+			if err := json.Unmarshal(r.Raw, &export); err != nil {
+				t.Fatalf("export is not JSON: %v: %.300s", err, r.Raw)
+			}
+			for kind, want := range map[string]int{"identities": 1, "profile": 1, "posts": 1, "comments": 1, "likes": 1,
+				"following": 2, "followers": 2, "mutes": 1, "muted_words": 1, "reports": 1} {
+				var items []map[string]any
+				if err := json.Unmarshal(export[kind], &items); err != nil || len(items) != want {
+					t.Errorf("export's %s: %s, want %d items", kind, export[kind], want)
+				}
+			}
+
+			// The erasure.
+			var e erasure
+			r = is.call("DELETE", "/v1/server/users/{ref}", nil, &e, 202, "u1")
+			if e.UserID != id["u1"] || r.Header.Get("Location") != fmt.Sprintf("/v1/server/erasures/%d", e.ID) {
+				t.Fatalf("erasure %+v at %q", e, r.Header.Get("Location"))
+			}
+			waitFor(t, "the erasure done", func() bool {
+				is.call("GET", "/v1/server/erasures/{id}", nil, &e, 200, e.ID)
+				return e.State == "done"
+			})
+			if e.Counts["posts"] != 1 || e.Counts["profile"] != 1 || e.Counts["likes"] != 1 || e.Counts["comments"] != 1 {
+				t.Fatalf("erasure counts %v", e.Counts)
+			}
+			c.refused(404, "not_found", "GET", "/v1/server/users/{ref}", is.key, nil, "u1")
+			c.refused(404, "not_found", "GET", "/v1/server/posts/{foreign_id}", is.key, nil, "f1")
+			is.call("GET", "/v1/server/users/{ref}", nil, &su, 200, "u3")
+			if su.FollowerCount != 0 || su.FollowingCount != 0 {
+				t.Fatalf("u3's counts after u1's erasure: %+v", su)
+			}
+			if p := c.timeline(u2, 10); len(p) != 0 {
+				t.Fatalf("u2's timeline after u1's erasure: %+v", p)
+			}
+			is.noTrace(t, id["u1"], []int64{ids[0], p2.ID})
+		})
+	}
+}
+
+// userColumns are the columns that name a user; postColumns those that
+// name a post. keptTables keep a user's id on purpose: an erasure's
+// record (its progress), the job queue's rows (River's, cleaned by
+// retention), the abuse limits' counters (expiring).
+var (
+	userColumns = []string{"user_id", "follower_id", "followee_id", "muted_id", "blocked_id", "reporter_id", "actor_id", "author_id"}
+	postColumns = []string{"post_id"}
+	keptTables  = []string{"erasures", "feedd_migrations", "rate_counts"}
+)
+
+// noTrace fails t if any row of the database names user uid or one of
+// their posts, or Redis holds a key of theirs or an inbox entry of their
+// posts.
+func (is *identityServer) noTrace(t *testing.T, uid int64, posts []int64) {
+	t.Helper()
+	check := func(q func(query string, args ...any) int, tables []dbTable, param func(i int) string) {
+		for _, tb := range tables {
+			if slices.Contains(keptTables, tb.name) || strings.HasPrefix(tb.name, "river_") || strings.HasPrefix(tb.name, "sqlite_") {
+				continue
+			}
+			for _, col := range tb.cols {
+				var ids []int64
+				switch {
+				case slices.Contains(userColumns, col) || (tb.name == "users" && col == "id"):
+					ids = []int64{uid}
+				case slices.Contains(postColumns, col) || (tb.name == "posts" && col == "id"):
+					ids = posts
+				}
+				for _, id := range ids {
+					if n := q(fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = %s", tb.name, col, param(1)), id); n > 0 {
+						t.Errorf("after the erasure, %s has %d rows with %s = %d", tb.name, n, col, id)
+					}
+				}
+			}
+		}
+	}
+	if is.b == nil {
+		for _, file := range []string{"feedd.db", sqlite.InboxFile} {
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(is.dir, file)+"?mode=ro&_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			q := func(query string, args ...any) int {
+				var n int
+				if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+					t.Fatalf("%s: %v", query, err)
+				}
+				return n
+			}
+			rows, err := db.Query(`SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(q, collectTables(t, rows), func(int) string { return "?" })
+		}
+		return
+	}
+	conn, err := pgx.Connect(context.Background(), is.b.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := func(query string, args ...any) int {
+		var n int
+		if err := conn.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
+	rows, err := conn.Query(context.Background(), `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables dbTables
+	for rows.Next() {
+		var tn, cn string
+		if err := rows.Scan(&tn, &cn); err != nil {
+			t.Fatal(err)
+		}
+		tables.add(tn, cn)
+	}
+	rows.Close()
+	check(q, tables, func(i int) string { return fmt.Sprintf("$%d", i) })
+	// Redis: no key of the user (their inbox, outbox, sessions are keyed
+	// by them or gone), and no inbox holds their posts.
+	ctx := context.Background()
+	keys, err := is.b.rdb.Keys(ctx, is.b.prefix+"*{"+strconv.FormatInt(uid, 10)+"}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		t.Errorf("after the erasure, Redis has keys of the user: %v", keys)
+	}
+	all, err := is.b.rdb.Keys(ctx, is.b.prefix+"feed:{*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range all {
+		members, err := is.b.rdb.ZRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			for _, p := range posts {
+				if m == strconv.FormatInt(p, 10) {
+					t.Errorf("after the erasure, inbox %s holds the user's post %d", k, p)
+				}
+			}
+		}
+	}
+}
+
+// dbTable is a table and its columns; dbTables collects them.
+type dbTable struct {
+	name string
+	cols []string
+}
+
+type dbTables []dbTable
+
+func (ts *dbTables) add(table, col string) {
+	if n := len(*ts); n == 0 || (*ts)[n-1].name != table {
+		*ts = append(*ts, dbTable{name: table})
+	}
+	(*ts)[len(*ts)-1].cols = append((*ts)[len(*ts)-1].cols, col)
+}
+
+// collectTables reads (table, column) rows, a table's rows together.
+func collectTables(t *testing.T, rows *sql.Rows) dbTables {
+	t.Helper()
+	defer rows.Close()
+	var out dbTables
+	for rows.Next() {
+		var tn, cn string
+		if err := rows.Scan(&tn, &cn); err != nil {
+			t.Fatal(err)
+		}
+		out.add(tn, cn)
+	}
+	return out
 }
