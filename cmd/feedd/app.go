@@ -418,14 +418,13 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		a.sso = p
 	}
 	a.service = &feed.Service{
-		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit,
-		PhoneLoginOff: !c.identity.phoneLogin,
-		Users:         st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
+		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
 		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st, Comments: st,
+		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit, PhoneLoginOff: !c.identity.phoneLogin,
 	}
 	if tokens != nil {
 		a.service.Tokens = tokens

@@ -627,3 +627,45 @@ func collectTables(t *testing.T, rows *sql.Rows) dbTables {
 	}
 	return out
 }
+
+// TestRevokeUser (docs/integrating.md, "Revocation"), on both engines: the
+// server API's revocation closes the user's live stream at once and
+// refuses their tokens issued before it, and only theirs; a token issued
+// after it is good.
+func TestRevokeUser(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			is := startIdentityServer(t, engine)
+			c, app := is.c, is.app
+			old, other := app.token("k1", "alice"), app.token("k1", "bob")
+			alice := c.me(old)
+			c.me(other)
+			st := c.openStream(old, "", "127.0.0.2")
+			kept := c.openStream(other, "", "127.0.0.3")
+			is.call("POST", "/v1/server/users/{ref}/revoke", nil, nil, 204, "alice")
+			t.Logf("the stream ended %v after the revocation", streamEnds(t, st, 5*time.Second, "the revoked user's stream"))
+			r, err := c.send("GET", "/v1/timeline", old, nil)
+			if err != nil || r.Status != 401 || !strings.Contains(string(r.Raw), "issued before the user's sessions were revoked") {
+				t.Fatalf("a token issued before the revocation: %v %d %s", err, r.Status, r.Raw)
+			}
+			if cr := is.do("GET", "/user/me", old, nil); cr.Status != 401 || !strings.Contains(cr.ErrorMsg, "revoked") {
+				t.Fatalf("the compatible API with a revoked token: %d %s", cr.Status, cr.Raw)
+			}
+			c.me(other) // bob's token is good
+			select {
+			case _, ok := <-kept.events:
+				if !ok {
+					t.Fatal("bob's stream ended with alice's revocation")
+				}
+			default:
+			}
+			// A token issued from the next second on is good.
+			fresh := app.token("k1", "alice", func(m jwt.MapClaims) { m["iat"] = time.Now().Unix() + 1 })
+			if me := c.me(fresh); me.ID != alice.ID {
+				t.Fatalf("a fresh token after the revocation: %+v", me)
+			}
+			c.refused(404, "not_found", "POST", "/v1/server/users/{ref}/revoke", is.key, nil, "nobody")
+		})
+	}
+}
