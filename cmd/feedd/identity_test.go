@@ -669,3 +669,58 @@ func TestRevokeUser(t *testing.T) {
 		})
 	}
 }
+
+// v1ServerExchanges sends every documented answer of the server API and of
+// /v1/auth/methods through c (TestV1API checks that none is missed): key
+// is a live API key of c's server, started with app's tokens.
+func v1ServerExchanges(t *testing.T, c *v1Client, key string, app *testApp) {
+	var methods struct {
+		Phone bool `json:"phone"`
+		SSO   any  `json:"sso"`
+	}
+	c.want(200, "GET", "/v1/auth/methods", "", nil, &methods)
+	if !methods.Phone || methods.SSO != nil {
+		t.Fatalf("GET /v1/auth/methods: %+v", methods)
+	}
+	big := bytes.Repeat([]byte(" "), 9<<20)
+	for _, op := range []string{"/v1/server/users", "/v1/server/follows", "/v1/server/unfollows", "/v1/server/posts"} {
+		c.refused(401, "unauthorized", "POST", op, "", map[string]any{})
+		c.refused(400, "invalid", "POST", op, key, map[string]any{"nope": 1})
+		c.refused(413, "too_large", "POST", op, key, big)
+	}
+	c.want(200, "POST", "/v1/server/users", key, map[string]any{"users": []map[string]string{{"ref": "s1"}, {"ref": "s2"}}}, nil)
+	c.want(200, "POST", "/v1/server/follows", key, map[string]any{"pairs": []map[string]string{{"follower": "s2", "followee": "s1"}}}, nil)
+	c.want(200, "POST", "/v1/server/unfollows", key, map[string]any{"pairs": []map[string]string{{"follower": "s2", "followee": "s1"}}}, nil)
+	post := map[string]any{"user": "s1", "foreign_id": "v1-f", "title": "t", "content": "c"}
+	c.want(201, "POST", "/v1/server/posts", key, post, nil)
+	c.want(200, "POST", "/v1/server/posts", key, post, nil)
+	c.refused(404, "not_found", "POST", "/v1/server/posts", key, map[string]any{"user": "none", "foreign_id": "v1-g", "title": "t", "content": "c"})
+	c.refused(409, "conflict", "POST", "/v1/server/posts", key, map[string]any{"user": "s2", "foreign_id": "v1-f", "title": "t", "content": "c"})
+
+	gets := []struct {
+		method, tmpl string
+		ok           int
+		arg          any
+	}{
+		{"GET", "/v1/server/users/{ref}", 200, "s1"},
+		{"GET", "/v1/server/users/{ref}/timeline", 200, "s1"},
+		{"GET", "/v1/server/users/{ref}/export", 200, "s1"},
+		{"POST", "/v1/server/users/{ref}/revoke", 204, "s1"},
+		{"GET", "/v1/server/posts/{foreign_id}", 200, "v1-f"},
+		{"DELETE", "/v1/server/posts/{foreign_id}", 204, "v1-f"},
+		{"DELETE", "/v1/server/users/{ref}", 202, "s2"},
+	}
+	for _, g := range gets {
+		c.refused(401, "unauthorized", g.method, g.tmpl, "fdk_unknown", nil, g.arg)
+		c.want(g.ok, g.method, g.tmpl, key, nil, nil, g.arg)
+		c.refused(404, "not_found", g.method, g.tmpl, key, nil, "never")
+	}
+	c.refused(400, "invalid", "GET", "/v1/server/users/{ref}/timeline?limit=0", key, nil, "s1")
+	var e erasure
+	c.want(202, "DELETE", "/v1/server/users/{ref}", key, nil, &e, "s1")
+	c.want(200, "GET", "/v1/server/erasures/{id}", key, nil, nil, e.ID)
+	c.refused(401, "unauthorized", "GET", "/v1/server/erasures/{id}", "", nil, e.ID)
+	c.refused(400, "invalid", "GET", "/v1/server/erasures/{id}", key, nil, "x")
+	c.refused(404, "not_found", "GET", "/v1/server/erasures/{id}", key, nil, e.ID+1000)
+	_ = app
+}
