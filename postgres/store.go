@@ -375,20 +375,26 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 		if err := lockPair(ctx, tx, followerID, followeeID); err != nil {
 			return err
 		}
-		return db.setFollow(ctx, tx, followerID, followeeID, follow, now)
+		job, err := db.setFollow(ctx, tx, followerID, followeeID, follow, now)
+		if err != nil || job == nil {
+			return err
+		}
+		return db.enqueue(ctx, tx, job)
 	})
 }
 
-// setFollow is SetFollow in tx, once the users are locked.
-func (db *DB) setFollow(ctx context.Context, tx pgx.Tx, followerID, followeeID int64, follow bool, now time.Time) error {
+// setFollow is SetFollow in tx, once the users are locked, but for the
+// job, which it returns for the caller to enqueue (nil when the follow did
+// not change).
+func (db *DB) setFollow(ctx context.Context, tx pgx.Tx, followerID, followeeID int64, follow bool, now time.Time) (feed.Job, error) {
 	var tag pgconn.CommandTag
 	var err error
 	delta := 1
 	if follow {
 		if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
-			return err
+			return nil, err
 		} else if blocked {
-			return errFollowBlocked
+			return nil, errFollowBlocked
 		}
 		// pull copies the followee's mode, read under lockPair's lock
 		// (follows.pull, migrations/001_baseline.sql).
@@ -399,24 +405,25 @@ func (db *DB) setFollow(ctx context.Context, tx pgx.Tx, followerID, followeeID i
 		tag, err = tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, followerID, followeeID)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if tag.RowsAffected() == 0 {
-		return nil // already in that state
+		return nil, nil // already in that state
 	}
 	if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
-		return err
+		return nil, err
 	}
 	if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
-		return err
+		return nil, err
 	}
-	return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
+	return feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow}, nil
 }
 
 // SetFollows implements feed.FollowStore: one transaction that first locks
 // every user of the changes in id order (as lockPair does for one pair, so
 // that batches and single follows never deadlock), then makes each change
-// in a savepoint of its own.
+// in a savepoint of its own, and enqueues the jobs of the changes made
+// together at the end (one insert).
 func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now time.Time) ([]error, error) {
 	errs := make([]error, len(changes))
 	ids := make([]int64, 0, 2*len(changes))
@@ -429,6 +436,7 @@ func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now t
 		if err != nil {
 			return err
 		}
+		var jobs []feed.Job
 		for i, c := range changes {
 			if _, ok := slices.BinarySearch(found, c.FolloweeID); !ok {
 				errs[i] = feed.ErrNotFound("user")
@@ -437,7 +445,11 @@ func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now t
 			if _, err := tx.Exec(ctx, `SAVEPOINT follow`); err != nil {
 				return err
 			}
-			if err := db.setFollow(ctx, tx, c.FollowerID, c.FolloweeID, c.Follow, now); err != nil {
+			job, err := db.setFollow(ctx, tx, c.FollowerID, c.FolloweeID, c.Follow, now)
+			if job != nil {
+				jobs = append(jobs, job)
+			}
+			if err != nil {
 				if feed.ErrorCode(err) == feed.EINTERNAL {
 					return err // a fault of the store, not of this change
 				}
@@ -450,7 +462,10 @@ func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now t
 				return err
 			}
 		}
-		return nil
+		if len(jobs) == 0 {
+			return nil
+		}
+		return db.enqueue(ctx, tx, jobs...)
 	})
 	return errs, err
 }
