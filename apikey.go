@@ -100,10 +100,18 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, key string) (*APIKey, 
 
 // ChargeAPIKey counts units of work (a request is one, a batch one per
 // item) against k's budget, s.ServerLimit. ETOOMANY, with the time to
-// wait, when over it: the request then does nothing.
+// wait, when over it: the request then does nothing, and its units are
+// given back, so that a batch too big for what is left does not spend it.
 func (s *Service) ChargeAPIKey(ctx context.Context, k *APIKey, units int) error {
 	if units <= 0 {
 		return nil
 	}
-	return s.hit(ctx, "server:key:"+strconv.FormatInt(k.ID, 10), s.ServerLimit, units, "work of this API key")
+	key := "server:key:" + strconv.FormatInt(k.ID, 10)
+	err := s.hit(ctx, key, s.ServerLimit, units, "requests (units of work) of this API key")
+	if ErrorCode(err) == ETOOMANY {
+		if _, _, rerr := s.Rates.Count(context.WithoutCancel(ctx), key, s.ServerLimit.Window, s.now(), -units); rerr != nil {
+			s.log().Warn("give back an API key's units", "error", rerr)
+		}
+	}
+	return err
 }

@@ -724,3 +724,47 @@ func v1ServerExchanges(t *testing.T, c *v1Client, key string, app *testApp) {
 	c.refused(404, "not_found", "GET", "/v1/server/erasures/{id}", key, nil, e.ID+1000)
 	_ = app
 }
+
+// TestAPIKeys (docs/integrating.md, "API keys"): feedd apikey makes, lists
+// and revokes keys (a revoked key is refused at once, its name free
+// again); each key has its budget of work, a batch counting its items,
+// and is refused with 429 and Retry-After past it, having done nothing.
+func TestAPIKeys(t *testing.T) {
+	dir := t.TempDir()
+	key := createAPIKey(t, "backend", "--data", dir)
+	if again := createAPIKey(t, "other", "--data", dir); again == key {
+		t.Fatal("two keys are one")
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"apikey", "create", "backend", "--data", dir}, func(string) string { return "" }, &out, &errOut); err == nil || !strings.Contains(err.Error(), "live key is named") {
+		t.Fatalf("a second live key of one name: %v", err)
+	}
+	s := startServer(t, "--data", dir, "--server-limit-key", "12/1m")
+	c := newV1Client(t, s)
+	c.want(200, "POST", "/v1/server/users", key, map[string]any{"users": []map[string]string{{"ref": "a"}, {"ref": "b"}}}, nil)
+	// 2 units spent; a batch of 11 more is over 12, and does nothing.
+	users := make([]map[string]string, 11)
+	for i := range users {
+		users[i] = map[string]string{"ref": fmt.Sprint("u", i)}
+	}
+	r, err := c.send("POST", "/v1/server/users", key, map[string]any{"users": users})
+	if err != nil || r.Status != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a batch over the key's budget: %v %d %q %s", err, r.Status, r.Header.Get("Retry-After"), r.Raw)
+	}
+	c.refused(404, "not_found", "GET", "/v1/server/users/{ref}", key, nil, "u0")
+
+	out.Reset()
+	if err := run(context.Background(), []string{"apikey", "list", "--data", dir}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if l := out.String(); !strings.Contains(l, "backend") || !strings.Contains(l, "other") || strings.Contains(l, "fdk_") {
+		t.Fatalf("feedd apikey list:\n%s", l)
+	}
+	if err := run(context.Background(), []string{"apikey", "revoke", "backend", "--data", dir}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	c.refused(401, "unauthorized", "GET", "/v1/server/users/{ref}", key, nil, "a")
+	if fresh := createAPIKey(t, "backend", "--data", dir); fresh == key {
+		t.Fatal("the new key of a revoked name is the old one")
+	}
+}
