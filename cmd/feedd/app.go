@@ -21,6 +21,7 @@ import (
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/inmem"
 	"github.com/feedd/feedd/internal/metrics"
+	"github.com/feedd/feedd/jwtauth"
 	"github.com/feedd/feedd/postgres"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
@@ -405,17 +406,21 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := c.tokenVerifier(ctx, log)
-	if err != nil {
-		return nil, err
-	}
-	if tokens != nil {
-		a.closers = append(a.closers, func() error { tokens.Close(); return nil })
-	}
-	if p, err := c.singleSignOn(); err != nil {
-		return nil, err
-	} else if p != nil {
-		a.sso = p
+	// Only the API verifies tokens and signs in (feedd worker, migrate and
+	// apikey serve no request).
+	var tokens *jwtauth.Verifier
+	if c.cmd == "serve" {
+		if tokens, err = c.tokenVerifier(ctx, log); err != nil {
+			return nil, err
+		}
+		if tokens != nil {
+			a.closers = append(a.closers, func() error { tokens.Close(); return nil })
+		}
+		if p, err := c.singleSignOn(); err != nil {
+			return nil, err
+		} else if p != nil {
+			a.sso = p
+		}
 	}
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
