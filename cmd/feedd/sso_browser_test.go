@@ -19,7 +19,8 @@ import (
 // certified provider, on loopback) with the phone-code login off: the page
 // offers "Sign in with Acme" only; the authorization code flow (PKCE,
 // state, nonce) signs the user in, the token leaves the address at once,
-// and the user has no phone. The server API, whose refs are the
+// and the user has no phone; a session in a link the page did not
+// follow is not taken. The server API, whose refs are the
 // provider's subjects here (--auth-issuer is the provider), signs the
 // user out, and the page's session ends. A callback the page did not
 // start is refused.
@@ -86,6 +87,11 @@ func TestSSOBrowser(t *testing.T) {
 	c.refused(401, "unauthorized", "GET", "/v1/me", token, nil)
 	b.do(chromedp.Reload())
 	b.until("the page signed out", `!document.getElementById('login').hidden && !localStorage.getItem('feedd.token')`)
+
+	// A session handed to the page by a link this tab did not follow
+	// (someone else's sign-in) is not taken.
+	b.do(chromedp.Navigate(base + "/?from=elsewhere#sso=" + url.QueryEscape(token)))
+	b.until("the foreign sign-in refused", `document.getElementById('login-msg').textContent.includes('not started here') && !localStorage.getItem('feedd.token')`)
 
 	// A callback this browser did not start is refused, and said so.
 	b.do(chromedp.Navigate(base + "/auth/sso/callback?code=forged&state=forged"))

@@ -460,15 +460,22 @@ $('order-ranked').addEventListener('click', () => setOrder('ranked'));
 // the new session's token (#sso=...) or the reason it failed
 // (#sso-error=...) in the fragment, which no server sees; it is taken out
 // of the address at once.
+// A token is taken only when this tab began a sign-in: a link to
+// /#sso=... sent by someone else must not sign the reader in as them.
 function signOnReturn() {
   const m = location.hash.match(/^#sso(-error)?=(.*)$/);
   if (!m) return false;
   history.replaceState(null, '', location.pathname);
+  const began = sessionStorage.getItem(SSO_PENDING) === '1';
+  sessionStorage.removeItem(SSO_PENDING);
   const value = decodeURIComponent(m[2].replace(/\+/g, ' '));
   if (m[1]) { say($('login-msg'), value, 'error'); return true; }
+  if (!began) { say($('login-msg'), 'This sign-in was not started here; sign in again.', 'error'); return true; }
   token.set(value);
   return false;
 }
+const SSO_PENDING = 'feedd.sso';
+$('sso-link').addEventListener('click', () => sessionStorage.setItem(SSO_PENDING, '1'));
 
 // The ways in this server offers: phone codes, single sign-on, or both.
 async function loginMethods() {
