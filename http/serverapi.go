@@ -119,7 +119,8 @@ func (s *Server) serverUpsertUsers() http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		if !s.charge(w, r, len(in.Users)-1) {
+		// A batch over the limit is refused below, and costs nothing more.
+		if n := len(in.Users); n <= feed.LinkBatch && !s.charge(w, r, n-1) {
 			return
 		}
 		items := make([]feed.UserUpsert, len(in.Users))
@@ -176,7 +177,8 @@ func (s *Server) serverFollows(follow bool) http.Handler {
 			s.v1Fail(w, r, err)
 			return
 		}
-		if !s.charge(w, r, len(in.Pairs)-1) {
+		// A batch over the limit is refused below, and costs nothing more.
+		if n := len(in.Pairs); n <= feed.FollowBatchMax && !s.charge(w, r, n-1) {
 			return
 		}
 		pairs := make([]feed.RefPair, len(in.Pairs))

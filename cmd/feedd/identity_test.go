@@ -752,6 +752,15 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatalf("a batch over the key's budget: %v %d %q %s", err, r.Status, r.Header.Get("Retry-After"), r.Raw)
 	}
 	c.refused(404, "not_found", "GET", "/v1/server/users/{ref}", key, nil, "u0")
+	// A batch over the most a call takes is refused as invalid, not
+	// charged item by item: the key's budget is left for the next batch.
+	huge := make([]map[string]string, 1001)
+	for i := range huge {
+		huge[i] = map[string]string{"ref": fmt.Sprint("h", i)}
+	}
+	c.refused(400, "invalid", "POST", "/v1/server/users", key, map[string]any{"users": huge})
+	c.refused(400, "invalid", "POST", "/v1/server/follows", key, map[string]any{"pairs": make([]map[string]string, 10001)})
+	c.want(200, "POST", "/v1/server/users", key, map[string]any{"users": []map[string]string{{"ref": "c"}}}, nil)
 
 	out.Reset()
 	if err := run(context.Background(), []string{"apikey", "list", "--data", dir}, func(string) string { return "" }, &out, &errOut); err != nil {
