@@ -50,6 +50,9 @@ type AuthStore interface {
 	Session(ctx context.Context, tokenHash string, now time.Time, ttl time.Duration) (int64, error)
 	// DeleteSession ends a session. Idempotent.
 	DeleteSession(ctx context.Context, tokenHash string) error
+	// EndSessions ends every session of userID (a revocation, an
+	// erasure). Idempotent.
+	EndSessions(ctx context.Context, userID int64) error
 }
 
 // ResendTooSoon is AuthStore.SaveCode's refusal of a code asked for less
@@ -77,22 +80,50 @@ const codeRefusal = "the code is wrong or has expired; ask for a new code"
 // Service.Secret, a key that is not in the database, so a copy of the
 // database does not give the 10^6 possible codes away.
 func (s *Service) codeHash(phone, code string) string {
+	m := hmac.New(sha256.New, s.secretKey())
+	io.WriteString(m, phone)
+	m.Write([]byte{0})
+	io.WriteString(m, code)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// secretKey is Service.Secret, or without one a random key of this process
+// (codes live two minutes; several processes sharing codes must share a
+// Secret).
+func (s *Service) secretKey() []byte {
 	s.secretOnce.Do(func() {
 		s.key = s.Secret
 		if len(s.key) == 0 {
-			// No configured secret: a key of this process (codes live two
-			// minutes; several processes sharing codes must share a Secret).
 			s.key = make([]byte, 32)
 			if _, err := io.ReadFull(rand.Reader, s.key); err != nil {
 				panic(err)
 			}
 		}
 	})
-	m := hmac.New(sha256.New, s.key)
-	io.WriteString(m, phone)
-	m.Write([]byte{0})
-	io.WriteString(m, code)
-	return hex.EncodeToString(m.Sum(nil))
+	return s.key
+}
+
+// MAC returns the HMAC-SHA256 of parts (base64url) keyed with the
+// service's secret: what feedd signs for itself to read back, such as a
+// single sign-on's login cookie, which any process sharing the secret can
+// check.
+func (s *Service) MAC(parts ...string) string {
+	m := hmac.New(sha256.New, s.secretKey())
+	for _, p := range parts {
+		io.WriteString(m, p)
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CountSSO counts a single sign-on started or finished by the client
+// address of ctx against s.Limits.SSOPerClient; ETOOMANY over it.
+func (s *Service) CountSSO(ctx context.Context) error {
+	c := Client(ctx)
+	if c == "" {
+		return nil
+	}
+	return s.hit(ctx, "sso:client:"+c, s.Limits.SSOPerClient, 1, "sign-ins from your address")
 }
 
 var phoneRE = regexp.MustCompile(`^1[3-9][0-9]{9}$`)
@@ -141,6 +172,9 @@ func randomString(rnd io.Reader, n int, alphabet string) (string, error) {
 // others spent, or whose last code others asked for, is refused with the
 // time to wait (ETOOMANY's and ResendTooSoon's RetryAfter).
 func (s *Service) SendCode(ctx context.Context, phone string) error {
+	if s.PhoneLoginOff {
+		return errPhoneLoginOff
+	}
 	if !ValidPhone(phone) {
 		return Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
@@ -213,6 +247,9 @@ func codePhoneKey(phone string) string { return "code:phone:" + phone }
 // A code burned by wrong tries spent its unit of the phone's quota, and its
 // resend wait still holds.
 func (s *Service) Login(ctx context.Context, phone, code string) (string, error) {
+	if s.PhoneLoginOff {
+		return "", errPhoneLoginOff
+	}
 	if !ValidPhone(phone) {
 		return "", Errorf(EINVALID, "phone must be an 11-digit mobile number")
 	}
@@ -239,19 +276,12 @@ func (s *Service) Login(ctx context.Context, phone, code string) (string, error)
 	if client != "" {
 		s.refund(ctx, failKey, s.Limits.FailsPerClient)
 	}
-	nick, err := NewNickName(s.rand())
+	u, err := s.Users.FindOrCreateUser(ctx, phone, s.newNickName(), now)
 	if err != nil {
 		return "", err
 	}
-	u, err := s.Users.FindOrCreateUser(ctx, phone, nick, now)
+	token, err := s.newSession(ctx, u.ID)
 	if err != nil {
-		return "", err
-	}
-	token, err := NewSessionToken(u.ID, s.rand())
-	if err != nil {
-		return "", err
-	}
-	if err := s.Auth.CreateSession(ctx, HashSecret(token), u.ID, now, now.Add(SessionTTL)); err != nil {
 		return "", err
 	}
 	if _, err := s.touch(ctx, u.ID); err != nil {
@@ -289,11 +319,19 @@ func TokenUser(token string) (int64, bool) {
 	return n, true
 }
 
-// Authenticate returns the user id of a live session token and extends the
-// session. EUNAUTHORIZED otherwise.
+// errPhoneLoginOff refuses the phone-code login where it is turned off.
+var errPhoneLoginOff = Errorf(EFORBIDDEN, "phone-code login is turned off on this server; sign in through your app")
+
+// Authenticate returns the user id of a token and, for a session token,
+// extends the session: a token of the app's login (a JWT, LooksLikeJWT)
+// is verified by s.Tokens (identity.go), any other is a session's.
+// EUNAUTHORIZED otherwise (a refusal of RefuseToken for a JWT).
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
 	if token == "" {
 		return 0, Errorf(EUNAUTHORIZED, "login required")
+	}
+	if LooksLikeJWT(token) {
+		return s.authenticateToken(ctx, token)
 	}
 	id, err := s.Auth.Session(ctx, HashSecret(token), s.now(), SessionTTL)
 	if err != nil {

@@ -3,7 +3,7 @@ package feed
 // Job is a durable background job. Stores enqueue jobs in the transaction
 // of the change that needs them, so a committed change always gets its job
 // and a rolled-back one never does. The set is closed: FanoutJob, RemoveJob,
-// FollowJob and PushJob are all there is, and only this package can add
+// FollowJob, PushJob and EraseJob are all there is, and only this package can add
 // to it.
 type Job interface{ isJob() }
 
@@ -43,7 +43,15 @@ type PushJob struct {
 	GroupID        int64
 }
 
+// EraseJob works the erasure of a user (Service.EraseWork) until it is
+// done. AccountStore.StartErasure enqueues it in the transaction that
+// records the erasure.
+type EraseJob struct {
+	ErasureID int64
+}
+
 func (FanoutJob) isJob() {}
 func (PushJob) isJob()   {}
+func (EraseJob) isJob()  {}
 func (RemoveJob) isJob() {}
 func (FollowJob) isJob() {}

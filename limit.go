@@ -90,6 +90,8 @@ type LoginLimits struct {
 	// CodePerPhoneClient: codes sent to one phone at the request of one
 	// client address, so that no address spends much of CodePerPhone.
 	CodePerPhoneClient Limit
+	// SSOPerClient: single sign-ons begun per client address.
+	SSOPerClient Limit
 	// CodeResendAfter is the least time between two codes of one phone,
 	// whoever asks (feed.CodeResendAfter if zero).
 	CodeResendAfter time.Duration
@@ -105,6 +107,7 @@ var DefaultLoginLimits = LoginLimits{
 	FailsPerClient: Limit{20, 10 * time.Minute},
 
 	CodePerPhoneClient: Limit{3, 24 * time.Hour},
+	SSOPerClient:       Limit{30, 10 * time.Minute},
 	CodeResendAfter:    CodeResendAfter,
 }
 

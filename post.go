@@ -32,6 +32,9 @@ type Post struct {
 	CommentPolicy CommentPolicy
 	CreatedAt     time.Time // millisecond precision: it is the inbox score
 	UpdatedAt     time.Time
+	// ForeignID is the app's own id of a post published through the
+	// server API ("" for others): unique among posts (serverapi.go).
+	ForeignID string
 }
 
 // Score is the post's inbox score: its creation time in Unix milliseconds.
@@ -46,6 +49,13 @@ type PostStore interface {
 	// CreatePost stores p (setting p.ID) and, in the same transaction,
 	// enqueues its fan-out job: a committed post is always delivered.
 	CreatePost(ctx context.Context, p *Post) error
+	// CreateForeignPost is CreatePost for a post with a ForeignID: when a
+	// post with that foreign id exists, it stores nothing and makes *p that
+	// post (created false). Concurrent calls with one foreign id store one
+	// post.
+	CreateForeignPost(ctx context.Context, p *Post) (created bool, err error)
+	// PostByForeignID returns the post of a foreign id; ENOTFOUND if none.
+	PostByForeignID(ctx context.Context, foreignID string) (*Post, error)
 	// Post returns one post; ENOTFOUND if there is none.
 	Post(ctx context.Context, id int64) (*Post, error)
 	// Posts returns the posts that exist among ids, by id.

@@ -44,6 +44,9 @@ type Inbox interface {
 	// Trim keeps the newest cap entries of userID's inbox and drops the rest.
 	Trim(ctx context.Context, userID int64, cap int) error
 
+	// Clear removes userID's whole inbox (an erasure). Idempotent.
+	Clear(ctx context.Context, userID int64) error
+
 	// Restore adds entries to userID's inbox and marks it complete, so that
 	// Page stops returning ErrInboxLost. It merges rather than replaces, so
 	// deliveries racing a rebuild are kept. Idempotent.
@@ -67,6 +70,9 @@ type Outbox interface {
 	Add(ctx context.Context, authorID int64, e Entry) error
 	// Remove forgets a deleted post of authorID. Idempotent.
 	Remove(ctx context.Context, authorID int64, e Entry) error
+	// Clear forgets authorID's outbox as a whole, once their posts are
+	// gone (an erasure). Idempotent.
+	Clear(ctx context.Context, authorID int64) error
 	// Entries returns, for every author in authorIDs, their first (at most
 	// limit) entries within b, all merged in feed order. One round trip
 	// whatever the number of authors.

@@ -76,6 +76,21 @@ type Service struct {
 	// ActiveWindow: a user not seen for this long is skipped by fan-out, and
 	// their inbox is regenerated when they come back (0: nobody is skipped).
 	ActiveWindow time.Duration
+	// Tokens verifies the tokens of the app's own login, and Identities
+	// links their users (identity.go); nil Tokens: such tokens are refused.
+	Tokens     TokenVerifier
+	Identities IdentityStore
+	// PhoneLoginOff turns the phone-code login off (SendCode and Login
+	// refuse with EFORBIDDEN).
+	PhoneLoginOff bool
+	// APIKeys, AppIssuer and ServerLimit serve the server API
+	// (serverapi.go): its keys, the issuer of the users it names by the
+	// app's references, and each key's budget of work.
+	APIKeys     APIKeyStore
+	AppIssuer   string
+	ServerLimit Limit
+	// Accounts exports and erases users' data (account.go).
+	Accounts AccountStore
 	// PullThreshold: a user followed by at least this many is put in pull
 	// mode by the follow that crosses it (0: never). Leaving pull mode is the
 	// follow job's work (fanout).
@@ -89,7 +104,8 @@ type Service struct {
 	Observe  Observer // told of rebuilds, degraded reads, codes sent; nil: nobody
 	Trace    *Tracer  // logs each post's commit (--trace-posts); nil: nothing
 
-	touched sync.Map // user id -> time.Time of this process's last Touch
+	touched  sync.Map // user id -> time.Time of this process's last Touch
+	keysUsed sync.Map // API key id -> time.Time of this process's last TouchAPIKey
 
 	secretOnce sync.Once
 	key        []byte // Secret, or the process's random key

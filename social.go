@@ -30,6 +30,12 @@ type FollowStore interface {
 	// a FollowJob in the same transaction. Idempotent. ENOTFOUND if
 	// followeeID does not exist; EFORBIDDEN if either blocks the other.
 	SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error
+	// SetFollows makes each change as SetFollow would, all in one
+	// transaction and each in a savepoint of its own: the error of a
+	// change SetFollow would refuse (ENOTFOUND, EFORBIDDEN) is its entry
+	// of errs, and the others are made all the same; err is a fault of
+	// the store, with nothing made.
+	SetFollows(ctx context.Context, changes []FollowChange, now time.Time) (errs []error, err error)
 	// IsFollowing reports whether followerID follows followeeID.
 	IsFollowing(ctx context.Context, followerID, followeeID int64) (bool, error)
 	// CommonFollowees returns the ids of users that both a and b follow.
@@ -41,6 +47,12 @@ type FollowStore interface {
 	// than after (ascending), or 0 when fewer than n remain: one index
 	// probe, the boundary of a slice of a big audience, without reading it.
 	NthFollowerAfter(ctx context.Context, followeeID, after int64, n int) (int64, error)
+}
+
+// FollowChange is one follow (Follow) or unfollow of SetFollows.
+type FollowChange struct {
+	FollowerID, FolloweeID int64
+	Follow                 bool
 }
 
 // SocialStore persists the graph beyond follows: mutes, blocks, pull mode,

@@ -118,6 +118,10 @@ type Deps struct {
 	Unavailable func(error) bool
 	Ping        func(context.Context) error
 
+	// Erase works an erasure for about budget and reports whether it is
+	// done (feed.Service.EraseWork); nil: erase jobs fail.
+	Erase func(ctx context.Context, erasureID int64, budget time.Duration) (done bool, err error)
+
 	wake *Wake // Config.Wake, notified after the workers insert batch jobs
 }
 

@@ -50,6 +50,14 @@ func queueOf(j feed.Job) string {
 	return river.QueueDefault
 }
 
+// priorityOf returns the River priority of a feed job.
+func priorityOf(j feed.Job) int {
+	if _, ok := j.(feed.EraseJob); ok {
+		return priorityErase
+	}
+	return priorityPost
+}
+
 // Config sets up the queue of one process.
 type Config struct {
 	// Workers is how many jobs this process works at once; 0 makes an
@@ -128,6 +136,9 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &pushWorker{deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &eraseWorker{deps: deps}); err != nil {
 		return nil, err
 	}
 	rc := &river.Config{
@@ -217,7 +228,7 @@ func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, jobs ...feed.Job) er
 		if err != nil {
 			return err
 		}
-		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityPost, Queue: queueOf(j)}})
+		params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{Priority: priorityOf(j), Queue: queueOf(j)}})
 	}
 	if len(params) == 0 {
 		return nil
@@ -242,6 +253,8 @@ func argsOf(j feed.Job) (river.JobArgs, error) {
 		return FollowArgs{FollowerID: j.FollowerID, FolloweeID: j.FolloweeID, Follow: j.Follow}, nil
 	case feed.PushJob:
 		return PushArgs{SubscriptionID: j.SubscriptionID, UserID: j.UserID, GroupID: j.GroupID}, nil
+	case feed.EraseJob:
+		return EraseArgs{ErasureID: j.ErasureID}, nil
 	}
 	return nil, fmt.Errorf("fanout: no River job for %T", j)
 }

@@ -2,6 +2,7 @@ package feedtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -32,6 +33,7 @@ func TestInbox(t *testing.T, open func(t *testing.T, cap int) feed.Inbox, slack 
 	t.Run("DeliverMany", func(t *testing.T) { testInboxDeliverMany(t, dflt(t)) })
 	t.Run("AddIdempotent", func(t *testing.T) { testInboxAdd(t, dflt(t)) })
 	t.Run("Remove", func(t *testing.T) { testInboxRemove(t, dflt(t)) })
+	t.Run("Clear", func(t *testing.T) { testInboxClear(t, dflt(t)) })
 	t.Run("Page", func(t *testing.T) { testInboxPage(t, dflt(t)) })
 	t.Run("TieOrder", func(t *testing.T) { testInboxTieOrder(t, dflt(t)) })
 	t.Run("Trim", func(t *testing.T) { testInboxTrim(t, dflt(t)) })
@@ -167,6 +169,26 @@ func testInboxAdd(t *testing.T, ib feed.Inbox) {
 	wantInbox(t, ib, 42, []feed.Entry{a, c, b, d})
 	wantInbox(t, ib, 7, []feed.Entry{a})
 	wantInbox(t, ib, 100, nil)
+}
+
+// testInboxClear: Clear empties one inbox (an erased user's), leaves the
+// others, and is idempotent. A cleared inbox reads empty or as lost (a
+// Redis inbox, which a read would rebuild).
+func testInboxClear(t *testing.T, ib feed.Inbox) {
+	ctx := t.Context()
+	e1 := feed.Entry{PostID: 10, Score: s0 + 1}
+	e2 := feed.Entry{PostID: 11, Score: s0 + 2}
+	for _, e := range []feed.Entry{e1, e2} {
+		must(t, ib.Deliver(ctx, e, []int64{7, 8}), "Deliver")
+	}
+	must(t, ib.Clear(ctx, 7), "Clear")
+	must(t, ib.Clear(ctx, 7), "Clear again")
+	must(t, ib.Clear(ctx, 123456), "Clear an inbox never written")
+	es, err := ib.Page(ctx, 7, feed.AtMost(maxScore), 0, 100)
+	if (err != nil && !errors.Is(err, feed.ErrInboxLost)) || len(es) != 0 {
+		t.Fatalf("a cleared inbox reads %s, %v", fmtEntries(es), err)
+	}
+	wantInbox(t, ib, 8, []feed.Entry{e2, e1})
 }
 
 func testInboxRemove(t *testing.T, ib feed.Inbox) {

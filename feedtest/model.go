@@ -72,6 +72,12 @@ func (m *Model) Remove(_ context.Context, e feed.Entry, userIDs []int64) error {
 	return nil
 }
 
+// Clear implements feed.Inbox.
+func (m *Model) Clear(_ context.Context, userID int64) error {
+	delete(m.inboxes, userID)
+	return nil
+}
+
 // All returns userID's whole inbox in feed order.
 func (m *Model) All(userID int64) []feed.Entry {
 	out := make([]feed.Entry, 0, len(m.inboxes[userID]))

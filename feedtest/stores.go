@@ -32,6 +32,11 @@ type Backend struct {
 	// inbox page in one round trip (feed.Service.SessionPages); the feed
 	// suites then scroll through it too (ScrollFeedAs).
 	SessionPages feed.SessionPager
+	// Identities, APIKeys and Accounts are the stores of an app's own
+	// users (TestIdentity).
+	Identities feed.IdentityStore
+	APIKeys    feed.APIKeyStore
+	Accounts   feed.AccountStore
 	// Jobs returns the jobs that the stores enqueued in their transactions
 	// since the last call, and forgets them.
 	Jobs func() []feed.Job

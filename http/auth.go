@@ -48,7 +48,7 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 // failAuth answers a request whose authentication failed with err, as
 // requireUser does.
 func (s *Server) failAuth(w http.ResponseWriter, r *http.Request, err error) {
-	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+	if feed.ErrorCode(err) == feed.EUNAUTHORIZED && !feed.IsTokenRefusal(err) {
 		err = feed.Errorf(feed.EUNAUTHORIZED, "login required")
 	}
 	s.fail(w, r, err)
@@ -104,7 +104,9 @@ func (s *Server) v1RequireUser(next http.Handler) http.Handler {
 func (s *Server) v1FailAuth(w http.ResponseWriter, r *http.Request, err error) {
 	if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="feedd", error="invalid_token"`)
-		err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
+		if !feed.IsTokenRefusal(err) { // a JWT's refusal says why (identity.go)
+			err = feed.Errorf(feed.EUNAUTHORIZED, "the token is invalid or expired; log in again")
+		}
 	}
 	s.v1Fail(w, r, err)
 }

@@ -72,12 +72,19 @@ func newBudget(limit int64) *budget { return &budget{limit: limit, by: map[strin
 // take counts n more bytes of client; false, counting nothing, when they
 // do not fit in the budget or in the client's share of it.
 func (b *budget) take(client string, n int64) bool {
+	return b.takeShare(client, n, 0)
+}
+
+// takeShare is take with the client's share at least share: a body step
+// whose bodies are larger than a share (the server API's, behind its key)
+// lets its client hold one.
+func (b *budget) takeShare(client string, n, share int64) bool {
 	if b == nil || b.limit <= 0 {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > b.limit || b.by[client]+n > clientShare(b.limit) {
+	if b.used+n > b.limit || b.by[client]+n > max(clientShare(b.limit), share) {
 		return false
 	}
 	b.used += n
@@ -135,7 +142,7 @@ func (b *budget) read(client string, src io.Reader, declared, most int64) (buf [
 			// The buffer doubles; what is counted is the live buffer (the
 			// old one is garbage once copied).
 			size := min(max(2*int64(cap(buf)), firstBuffer), limit)
-			if !b.take(client, size-counted) {
+			if !b.takeShare(client, size-counted, most) {
 				return buf, counted, errBodyMemory
 			}
 			grown := make([]byte, len(buf), size)
@@ -180,6 +187,12 @@ func (s *Server) body(next http.Handler) http.Handler { return s.bodyStep(MaxBod
 // of at most MaxAnonymousBody bytes.
 func (s *Server) anonymousBody(next http.Handler) http.Handler {
 	return s.bodyStep(MaxAnonymousBody, next)
+}
+
+// serverBody is the body step of the server API, after its key is
+// checked: bodies of at most ServerMaxBody bytes.
+func (s *Server) serverBody(next http.Handler) http.Handler {
+	return s.bodyStep(ServerMaxBody, next)
 }
 
 func (s *Server) bodyStep(most int64, next http.Handler) http.Handler {

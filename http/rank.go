@@ -44,7 +44,7 @@ func (s *Server) v1RankedTimeline(w http.ResponseWriter, r *http.Request, limit 
 		if explain {
 			next.Set("explain", "true")
 		}
-		w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
+		w.Header().Set("Link", fmt.Sprintf(`<%s?%s>; rel="next"`, r.URL.EscapedPath(), next.Encode()))
 	}
 	s.v1JSON(w, http.StatusOK, out)
 }

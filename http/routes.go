@@ -93,7 +93,27 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/push/subscriptions", v1(s.v1PushSubscriptions()))
 	mux.Handle("POST /v1/push/subscriptions", v1(s.perUser(feed.WriteNotification, s.v1Subscribe())))
 	mux.Handle("DELETE /v1/push/subscriptions/{id}", v1(s.perUser(feed.WriteNotification, s.v1Unsubscribe())))
+	mux.Handle("GET /v1/auth/methods", s.v1AuthMethods())
+
+	// Server API (openapi.json, "server"): the app's backend, with an API key.
+	srv := func(h http.Handler) http.Handler { return s.serverKey(s.serverBody(h)) }
+	mux.Handle("POST /v1/server/users", srv(s.serverUpsertUsers()))
+	mux.Handle("GET /v1/server/users/{ref}", srv(s.serverUser()))
+	mux.Handle("DELETE /v1/server/users/{ref}", srv(s.serverErase()))
+	mux.Handle("GET /v1/server/users/{ref}/timeline", srv(s.serverTimeline()))
+	mux.Handle("GET /v1/server/users/{ref}/export", srv(s.serverExport()))
+	mux.Handle("POST /v1/server/users/{ref}/revoke", srv(s.serverRevoke()))
+	mux.Handle("POST /v1/server/follows", srv(s.serverFollows(true)))
+	mux.Handle("POST /v1/server/unfollows", srv(s.serverFollows(false)))
+	mux.Handle("POST /v1/server/posts", srv(s.serverPublish()))
+	mux.Handle("GET /v1/server/posts/{foreign_id}", srv(s.serverPost()))
+	mux.Handle("DELETE /v1/server/posts/{foreign_id}", srv(s.serverDeletePost()))
+	mux.Handle("GET /v1/server/erasures/{id}", srv(s.serverErasure()))
 	mux.Handle("/v1/", s.v1NotFound())
+
+	// Single sign-on of feedd's own page (sso.go).
+	mux.Handle("GET /auth/sso/start", s.ssoStart())
+	mux.Handle("GET /auth/sso/callback", s.ssoCallback())
 
 	// feedd's own web page (web/): the document at exactly / and its
 	// assets under /assets/; every other unknown path stays a JSON 404.

@@ -20,8 +20,20 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// MaxBody is the largest request body accepted.
+// MaxBody is the largest request body accepted, but for the server API's.
 const MaxBody = 1 << 20
+
+// ServerMaxBody is the largest body of a server API request (/v1/server/):
+// a batch of 10,000 follows, its refs up to a few hundred bytes each.
+const ServerMaxBody = 8 << 20
+
+// bodyLimit is the largest body r may have.
+func bodyLimit(r *http.Request) int64 {
+	if strings.HasPrefix(r.URL.Path, serverPrefix) {
+		return ServerMaxBody
+	}
+	return MaxBody
+}
 
 // Server holds what the handlers need.
 type Server struct {
@@ -62,6 +74,9 @@ type Server struct {
 	// held at once (DefaultBodyMemory if zero; body.go); past it, 503 with
 	// Retry-After.
 	BodyMemory int64
+
+	// SSO is the single sign-on of feedd's page (sso.go); nil: none.
+	SSO SSO
 
 	bodies *budget // BodyMemory's count, made by Handler
 }
@@ -152,7 +167,7 @@ func decode(r *http.Request, v any) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &tooLarge):
-			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", bodyLimit(r))
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			// The body itself is not an object ([], "s", 1): no field to name.
 			return feed.Errorf(feed.EINVALID, "request body must be a JSON object")
@@ -166,7 +181,7 @@ func decode(r *http.Request, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", bodyLimit(r))
 		}
 		return feed.Errorf(feed.EINVALID, "request body must hold one JSON object")
 	}
@@ -183,14 +198,15 @@ func jsonType(kind string) string {
 	return kind
 }
 
-// limitBody refuses bodies over MaxBody with 413.
+// limitBody refuses bodies over their limit (bodyLimit) with 413.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBody {
-			s.fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
+		limit := bodyLimit(r)
+		if r.ContentLength > limit {
+			s.fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", limit))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }

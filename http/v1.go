@@ -87,8 +87,8 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 // and decode reports them as ETOOLARGE.
 func (s *Server) v1LimitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBody && strings.HasPrefix(r.URL.Path, "/v1/") {
-			s.v1Fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
+		if limit := bodyLimit(r); r.ContentLength > limit && strings.HasPrefix(r.URL.Path, "/v1/") {
+			s.v1Fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", limit))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -272,41 +272,52 @@ func (s *Server) v1UserList(list feed.UserList) http.Handler {
 	})
 }
 
+// v1PostFields are the fields of a new post in a request body.
+type v1PostFields struct {
+	Title   string   `json:"title"`
+	Content string   `json:"content"`
+	Images  []string `json:"images"`
+	ShopID  *int64   `json:"shop_id"`
+	// CommentPolicy is who may comment; absent or null: everyone.
+	CommentPolicy *string `json:"comment_policy"`
+}
+
+// input checks the fields that are not the post's own rules
+// (feed.PostInput.Validate) and returns the post's input.
+func (in v1PostFields) input() (feed.PostInput, error) {
+	for _, im := range in.Images {
+		if strings.TrimSpace(im) == "" || strings.Contains(im, ",") {
+			return feed.PostInput{}, feed.Errorf(feed.EINVALID, "images must be non-empty strings without commas")
+		}
+	}
+	post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ",")}
+	if in.ShopID != nil {
+		if *in.ShopID <= 0 {
+			return feed.PostInput{}, feed.Errorf(feed.EINVALID, "shop_id must be a positive integer or null")
+		}
+		post.ShopID = *in.ShopID
+	}
+	if in.CommentPolicy != nil {
+		p, err := feed.ParseCommentPolicy(*in.CommentPolicy)
+		if err != nil {
+			return feed.PostInput{}, err
+		}
+		post.CommentPolicy = p
+	}
+	return post, nil
+}
+
 func (s *Server) v1Publish() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Title   string   `json:"title"`
-			Content string   `json:"content"`
-			Images  []string `json:"images"`
-			ShopID  *int64   `json:"shop_id"`
-			// CommentPolicy is who may comment; absent or null: everyone.
-			CommentPolicy *string `json:"comment_policy"`
-		}
+		var in v1PostFields
 		if err := v1Decode(r, &in); err != nil {
 			s.v1Fail(w, r, err)
 			return
 		}
-		for _, im := range in.Images {
-			if strings.TrimSpace(im) == "" || strings.Contains(im, ",") {
-				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "images must be non-empty strings without commas"))
-				return
-			}
-		}
-		post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ",")}
-		if in.ShopID != nil {
-			if *in.ShopID <= 0 {
-				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "shop_id must be a positive integer or null"))
-				return
-			}
-			post.ShopID = *in.ShopID
-		}
-		if in.CommentPolicy != nil {
-			p, err := feed.ParseCommentPolicy(*in.CommentPolicy)
-			if err != nil {
-				s.v1Fail(w, r, err)
-				return
-			}
-			post.CommentPolicy = p
+		post, err := in.input()
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
 		}
 		p, err := s.Service.Publish(r.Context(), userID(r), post)
 		if err != nil {
@@ -478,7 +489,7 @@ func (s *Server) v1TimelineOf(read func(r *http.Request, after *feed.Cursor, lim
 			c := feed.EncodeCursor(*page.Next)
 			out.NextCursor = &c
 			next := url.Values{"cursor": {c}, "limit": {strconv.Itoa(limit)}}
-			w.Header().Set("Link", fmt.Sprintf(`</v1/timeline?%s>; rel="next"`, next.Encode()))
+			w.Header().Set("Link", fmt.Sprintf(`<%s?%s>; rel="next"`, r.URL.EscapedPath(), next.Encode()))
 		}
 		s.v1JSON(w, http.StatusOK, out)
 	})

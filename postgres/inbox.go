@@ -163,6 +163,17 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 	return err
 }
 
+// Clear implements feed.Inbox: the entries and the room row go.
+func (ib *Inbox) Clear(ctx context.Context, userID int64) error {
+	return ib.DB.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM inbox WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM inbox_trim WHERE user_id = $1`, userID)
+		return err
+	})
+}
+
 // Page implements feed.Inbox.
 func (ib *Inbox) Page(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	return scanEntries(ib.DB.Pool.Query(ctx, `SELECT score, post_id FROM inbox WHERE user_id = $1

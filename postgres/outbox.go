@@ -13,6 +13,9 @@ type Outbox struct{ DB *DB }
 
 var _ feed.Outbox = (*Outbox)(nil)
 
+// Clear implements feed.Outbox: the posts index goes with the posts.
+func (ob *Outbox) Clear(ctx context.Context, authorID int64) error { return nil }
+
 // Add implements feed.Outbox: the post's row is its outbox entry.
 func (ob *Outbox) Add(ctx context.Context, authorID int64, e feed.Entry) error { return nil }
 

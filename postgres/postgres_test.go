@@ -55,6 +55,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
+		Identities: db, APIKeys: db, Accounts: db,
 		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
@@ -66,6 +67,8 @@ func TestInbox(t *testing.T) {
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
+
+func TestIdentity(t *testing.T) { feedtest.TestIdentity(t, openBackend) }
 
 func TestFeed(t *testing.T) { feedtest.TestFeed(t, openBackend) }
 

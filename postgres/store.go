@@ -25,7 +25,7 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // ---- users
 
-const userCols = `id, mode, active_at, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+const userCols = `id, mode, active_at, coalesce(phone, ''), nick_name, icon, city, introduce, fans, followee, created_at`
 
 func scanUser(row pgx.Row) (*feed.User, error) {
 	var u feed.User
@@ -88,12 +88,12 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, '')`
 
 func scanPost(row pgx.Row) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated); err != nil {
+	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -125,6 +125,42 @@ func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 		}
 		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
 	})
+}
+
+// CreateForeignPost implements feed.PostStore: the insert does nothing
+// when the foreign id is taken (posts_foreign_id; a concurrent insert of
+// the same id waits for the first to commit, then does nothing), and the
+// post found then is the one returned.
+func (db *DB) CreateForeignPost(ctx context.Context, p *feed.Post) (bool, error) {
+	created := false
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		created = false
+		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at, foreign_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (foreign_id) WHERE foreign_id IS NOT NULL DO NOTHING RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int16(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt), p.ForeignID).Scan(&p.ID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			first, err := scanPost(tx.QueryRow(ctx, `SELECT `+postCols+` FROM posts WHERE foreign_id = $1`, p.ForeignID))
+			if err != nil {
+				return err
+			}
+			*p = *first
+			return nil
+		} else if err != nil {
+			return err
+		}
+		created = true
+		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
+	})
+	return created, err
+}
+
+// PostByForeignID implements feed.PostStore.
+func (db *DB) PostByForeignID(ctx context.Context, foreignID string) (*feed.Post, error) {
+	p, err := scanPost(db.Pool.QueryRow(ctx, `SELECT `+postCols+` FROM posts WHERE foreign_id = $1`, foreignID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, feed.ErrNotFound("post")
+	}
+	return p, err
 }
 
 // Post implements feed.PostStore.
@@ -339,37 +375,99 @@ func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follo
 		if err := lockPair(ctx, tx, followerID, followeeID); err != nil {
 			return err
 		}
-		var tag pgconn.CommandTag
-		var err error
-		delta := 1
-		if follow {
-			if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
-				return err
-			} else if blocked {
-				return errFollowBlocked
-			}
-			// pull copies the followee's mode, read under lockPair's lock
-			// (follows.pull, migrations/001_baseline.sql).
-			tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
-				SELECT $1, $2, $3, mode <> 0 FROM users WHERE id = $2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
-		} else {
-			delta = -1
-			tag, err = tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, followerID, followeeID)
+		job, err := db.setFollow(ctx, tx, followerID, followeeID, follow, now)
+		if err != nil || job == nil {
+			return err
 		}
+		return db.enqueue(ctx, tx, job)
+	})
+}
+
+// setFollow is SetFollow in tx, once the users are locked, but for the
+// job, which it returns for the caller to enqueue (nil when the follow did
+// not change).
+func (db *DB) setFollow(ctx context.Context, tx pgx.Tx, followerID, followeeID int64, follow bool, now time.Time) (feed.Job, error) {
+	var tag pgconn.CommandTag
+	var err error
+	delta := 1
+	if follow {
+		if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
+			return nil, err
+		} else if blocked {
+			return nil, errFollowBlocked
+		}
+		// pull copies the followee's mode, read under lockPair's lock
+		// (follows.pull, migrations/001_baseline.sql).
+		tag, err = tx.Exec(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+			SELECT $1, $2, $3, mode <> 0 FROM users WHERE id = $2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
+	} else {
+		delta = -1
+		tag, err = tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, followerID, followeeID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, nil // already in that state
+	}
+	if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
+		return nil, err
+	}
+	if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
+		return nil, err
+	}
+	return feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow}, nil
+}
+
+// SetFollows implements feed.FollowStore: one transaction that first locks
+// every user of the changes in id order (as lockPair does for one pair, so
+// that batches and single follows never deadlock), then makes each change
+// in a savepoint of its own, and enqueues the jobs of the changes made
+// together at the end (one insert).
+func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now time.Time) ([]error, error) {
+	errs := make([]error, len(changes))
+	ids := make([]int64, 0, 2*len(changes))
+	for _, c := range changes {
+		ids = append(ids, c.FollowerID, c.FolloweeID)
+	}
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		clear(errs)
+		found, err := scanIDs(tx.Query(ctx, `SELECT id FROM users WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, ids))
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return nil // already in that state
+		var jobs []feed.Job
+		for i, c := range changes {
+			if _, ok := slices.BinarySearch(found, c.FolloweeID); !ok {
+				errs[i] = feed.ErrNotFound("user")
+				continue
+			}
+			if _, err := tx.Exec(ctx, `SAVEPOINT follow`); err != nil {
+				return err
+			}
+			job, err := db.setFollow(ctx, tx, c.FollowerID, c.FolloweeID, c.Follow, now)
+			if job != nil {
+				jobs = append(jobs, job)
+			}
+			if err != nil {
+				if feed.ErrorCode(err) == feed.EINTERNAL {
+					return err // a fault of the store, not of this change
+				}
+				errs[i] = err
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT follow`); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT follow`); err != nil {
+				return err
+			}
 		}
-		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
-			return err
+		if len(jobs) == 0 {
+			return nil
 		}
-		if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
-			return err
-		}
-		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
+		return db.enqueue(ctx, tx, jobs...)
 	})
+	return errs, err
 }
 
 // errFollowBlocked refuses a follow between users where one blocks the other.

@@ -264,3 +264,42 @@ func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	// next durable check (durableSlack) finds the session gone; report it.
 	return s.rdb.Del(ctx, SessionKey(s.prefix, tokenHash)).Err()
 }
+
+// sessionLister is what a durable store has besides feed.AuthStore to end
+// a user's sessions in the cache too: the token hashes of their sessions
+// (sqlite.DB and postgres.DB).
+type sessionLister interface {
+	SessionHashes(ctx context.Context, userID int64) ([]string, error)
+}
+
+// EndSessions implements feed.AuthStore: the user's sessions are found in
+// the durable store, their keys deleted here, then the durable rows.
+// Keys first, so that a failure leaves the rows to find them by again.
+// Without a durable store that lists sessions, a user's sessions cannot
+// be found (they are keyed by token) and EndSessions fails.
+func (s *AuthStore) EndSessions(ctx context.Context, userID int64) error {
+	l, ok := s.Durable.(sessionLister)
+	if !ok {
+		return errors.New("redis: ending a user's sessions needs a durable store that lists them")
+	}
+	hashes, err := l.SessionHashes(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if len(hashes) > 0 {
+		keys := make([]string, len(hashes))
+		for i, h := range hashes {
+			keys[i] = SessionKey(s.prefix, h)
+		}
+		// One DEL per key: a Cluster spreads them over nodes.
+		if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, k := range keys {
+				p.Del(ctx, k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return s.Durable.EndSessions(ctx, userID)
+}

@@ -63,6 +63,10 @@ func (e *Events) Publish(ctx context.Context, ev feed.Event) error {
 func (e *Events) listen(ctx context.Context, ready func(), deliver func([]byte)) error {
 	ps := e.rdb.Subscribe(ctx, e.channel)
 	defer ps.Close()
+	// A receive waits on the connection, not on ctx: closing the
+	// subscription when ctx ends is what ends the wait (Close, at
+	// shutdown, would otherwise wait for the next message or timeout).
+	defer context.AfterFunc(ctx, func() { ps.Close() })()
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, 30*time.Second)
 		var ne net.Error

@@ -309,6 +309,13 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) (err
 	return err
 }
 
+// Clear implements feed.Inbox: one DEL of the inbox's keys (the head and
+// the body of a packed inbox, of one hash tag). The inbox then reads as
+// lost, and a read would rebuild it.
+func (ib *Inbox) Clear(ctx context.Context, userID int64) error {
+	return storeError(ib.rdb.Del(ctx, ib.key(userID), BodyKey(ib.prefix, userID)).Err())
+}
+
 // RemoveEntries removes entries from userID's inbox in one command: a ZREM
 // of them all, or on a packed inbox one packedRemoveEntriesScript call,
 // which rewrites the body at most once. An unfollow (the followee's posts

@@ -69,6 +69,12 @@ func (o *Outbox) Remove(ctx context.Context, authorID int64, e feed.Entry) error
 	return o.sets.Remove(ctx, e, []int64{authorID})
 }
 
+// Clear implements feed.Outbox: the author's sorted set goes, sentinel
+// and all.
+func (o *Outbox) Clear(ctx context.Context, authorID int64) error {
+	return o.sets.Clear(ctx, authorID)
+}
+
 // Entries implements feed.Outbox: one pipeline of pageScript calls, one per
 // author; outboxes found lost are rebuilt from Source and read again.
 func (o *Outbox) Entries(ctx context.Context, authorIDs []int64, b feed.Bound, limit int) (_ []feed.Entry, err error) {

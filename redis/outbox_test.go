@@ -22,6 +22,7 @@ type postsIndex struct {
 
 func (p *postsIndex) Add(context.Context, int64, feed.Entry) error    { return nil }
 func (p *postsIndex) Remove(context.Context, int64, feed.Entry) error { return nil }
+func (p *postsIndex) Clear(context.Context, int64) error              { return nil }
 func (p *postsIndex) Entries(_ context.Context, authors []int64, b feed.Bound, limit int) ([]feed.Entry, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

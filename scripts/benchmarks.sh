@@ -108,6 +108,10 @@ step_micro() {
 	run go test -run '^$' -bench . -count 5 ./sqlite ./redis ./feedtest ./http ./inmem ./rank .
 	run go test -run '^$' -bench MutedWordsPage -benchtime 300x -count 5 ./cmd/feedd
 }
+step_server() {
+	run "$FEEDD" bench server --runs 3 --json
+	run "$FEEDD" bench server --runs 3 --database-url "$PG" --redis-url "$R" --json
+}
 step_comments() {
 	run "$FEEDD" bench comments --runs 3 --json
 	run "$FEEDD" bench comments --runs 3 --database-url "$PG" --json
@@ -132,7 +136,7 @@ step_recovery() {
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify push writes comments import capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify push writes comments server import capacity mixed recovery soak)
 
 # start_mariadb starts a MariaDB on loopback for the import step (once; as
 # PostgreSQL's user when run as root, as mariadbd refuses root), with a

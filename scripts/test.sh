@@ -32,6 +32,7 @@
 #       FEED_TEST_REDIS_CLUSTER  127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
 #       FEED_TEST_MYSQL_DSN      feedd@tcp(127.0.0.1:PORT)/ (may create databases)
 #       FEED_REDIS_SERVER_BIN    path of redis-server, for tests that run their own
+#       FEED_TEST_OIDC_PROVIDER_BIN  the tests' OpenID provider (internal/testenv/oidcprovider, built here)
 # go vet and go test run in their own session; whatever the tests leave running
 # in it (e.g. a throwaway redis-server) is killed when go test ends. An EXIT
 # trap stops every server it started (and a still running go test) and removes
@@ -419,6 +420,12 @@ done
 CLUSTER_ADDRS="${CLUSTER_PORTS[*]/#/127.0.0.1:}"
 export FEED_TEST_REDIS_CLUSTER="${CLUSTER_ADDRS// /,}"
 export FEED_REDIS_SERVER_BIN="$REDIS_SERVER"
+
+# The OpenID provider of the single sign-on tests: a module of its own
+# (internal/testenv/oidcprovider), built here from the Go module proxy.
+log "building the tests' OpenID provider"
+(cd internal/testenv/oidcprovider && go build -o "$TMP/oidcprovider" .) || die "build internal/testenv/oidcprovider failed"
+export FEED_TEST_OIDC_PROVIDER_BIN="$TMP/oidcprovider"
 
 log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER; temp dir $TMP"
 

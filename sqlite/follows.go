@@ -17,39 +17,88 @@ import (
 // feed.FollowJob, in the same transaction.
 func (db *DB) SetFollow(ctx context.Context, followerID, followeeID int64, follow bool, now time.Time) error {
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := userExists(ctx, tx, followeeID); err != nil {
+		job, err := db.setFollow(ctx, tx, followerID, followeeID, follow, now)
+		if err != nil || job == nil {
 			return err
 		}
-		var res sql.Result
-		var err error
-		delta := 1
-		if follow {
-			if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
-				return err
-			} else if blocked {
-				return errFollowBlocked
-			}
-			// pull copies the followee's mode (follows.pull, migrations/001_baseline.sql).
-			res, err = tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
-				SELECT ?1, ?2, ?3, mode <> 0 FROM users WHERE id = ?2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
-		} else {
-			delta = -1
-			res, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID)
-		}
-		if err != nil {
-			return err
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return nil // already in that state
-		}
-		if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
-			return err
-		}
-		if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
-			return err
-		}
-		return db.enqueue(ctx, tx, feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow})
+		return db.enqueue(ctx, tx, job)
 	})
+}
+
+// setFollow is SetFollow in tx, but for the job, which it returns for the
+// caller to enqueue (nil when the follow did not change).
+func (db *DB) setFollow(ctx context.Context, tx *sql.Tx, followerID, followeeID int64, follow bool, now time.Time) (feed.Job, error) {
+	if err := userExists(ctx, tx, followeeID); err != nil {
+		return nil, err
+	}
+	var res sql.Result
+	var err error
+	delta := 1
+	if follow {
+		if blocked, err := eitherBlocks(ctx, tx, followerID, followeeID); err != nil {
+			return nil, err
+		} else if blocked {
+			return nil, errFollowBlocked
+		}
+		// pull copies the followee's mode (follows.pull, migrations/001_baseline.sql).
+		res, err = tx.ExecContext(ctx, `INSERT INTO follows (follower_id, followee_id, created_at, pull)
+			SELECT ?1, ?2, ?3, mode <> 0 FROM users WHERE id = ?2 ON CONFLICT DO NOTHING`, followerID, followeeID, ms(now))
+	} else {
+		delta = -1
+		res, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, followerID, followeeID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return nil, nil // already in that state
+	}
+	if err := addFollowCounts(ctx, tx, followerID, followeeID, delta); err != nil {
+		return nil, err
+	}
+	if err := db.notifyFollow(ctx, tx, followerID, followeeID, follow, now); err != nil {
+		return nil, err
+	}
+	return feed.FollowJob{FollowerID: followerID, FolloweeID: followeeID, Follow: follow}, nil
+}
+
+// SetFollows implements feed.FollowStore: one transaction, each change in
+// a savepoint of its own, as SetFollow makes it, and the jobs of the
+// changes made enqueued together at the end (one insert).
+func (db *DB) SetFollows(ctx context.Context, changes []feed.FollowChange, now time.Time) ([]error, error) {
+	errs := make([]error, len(changes))
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		clear(errs)
+		var jobs []feed.Job
+		for i, c := range changes {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT follow`); err != nil {
+				return err
+			}
+			mark := db.noticeMark(tx)
+			job, err := db.setFollow(ctx, tx, c.FollowerID, c.FolloweeID, c.Follow, now)
+			if job != nil {
+				jobs = append(jobs, job)
+			}
+			if err != nil {
+				if feed.ErrorCode(err) == feed.EINTERNAL {
+					return err // a fault of the store, not of this change
+				}
+				errs[i] = err
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO follow`); err != nil {
+					return err
+				}
+				db.noticeUndo(tx, mark)
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE follow`); err != nil {
+				return err
+			}
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		return db.enqueue(ctx, tx, jobs...)
+	})
+	return errs, err
 }
 
 // errFollowBlocked refuses a follow between users where one blocks the other.

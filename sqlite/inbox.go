@@ -170,6 +170,17 @@ func (ib *Inbox) Remove(ctx context.Context, e feed.Entry, userIDs []int64) erro
 	return err
 }
 
+// Clear implements feed.Inbox: the entries and the room row go.
+func (ib *Inbox) Clear(ctx context.Context, userID int64) error {
+	return ib.DB.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE user_id = ?`, userID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM inbox_trim WHERE user_id = ?`, userID)
+		return err
+	})
+}
+
 // inboxPageQuery is a page of Inbox.Page: ?1 the user, ?2 and ?3 the
 // bound, ?4 the limit and ?5 the offset.
 const inboxPageQuery = `SELECT score, post_id FROM inbox WHERE user_id = ?1

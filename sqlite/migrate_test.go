@@ -172,6 +172,31 @@ func TestUpgradeFrom010(t *testing.T) {
 	if err := (&sqlite.Inbox{DB: ib, Cap: 960}).Deliver(ctx, feed.Entry{PostID: 4, Score: 1800000180000}, []int64{1, 4}); err != nil {
 		t.Fatal(err)
 	}
+	// The rows 005_identity.sql touched: users of 0.1.0 keep their phones
+	// beside users made without one; their sessions end by user; their
+	// posts have no foreign id, and a new post may have one.
+	links, err := main.LinkIdentities(ctx, "https://app.example/", []string{"a", "b"}, make([]feed.Profile, 2), func() string { return "app_user" }, now)
+	if err != nil || links[0].UserID == links[1].UserID || links[0].UserID <= 4 {
+		t.Fatalf("LinkIdentities after the upgrade = %+v, %v", links, err)
+	}
+	if u, err := main.User(ctx, links[0].UserID); err != nil || u.Phone != "" {
+		t.Fatalf("a linked user after the upgrade = %+v, %v", u, err)
+	}
+	if u, err := main.User(ctx, 1); err != nil || u.Phone != "13800000000" {
+		t.Fatalf("user 1 after the upgrade = %+v, %v", u, err)
+	}
+	if err := main.Revoke(ctx, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := main.EndSessions(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := main.Session(ctx, "hash-of-a", now, 0); feed.ErrorCode(err) != feed.EUNAUTHORIZED {
+		t.Fatalf("the session of user 1 after EndSessions: %v", err)
+	}
+	if p, err := main.Post(ctx, 1); err != nil || p.ForeignID != "" {
+		t.Fatalf("post 1 after the upgrade = %+v, %v", p, err)
+	}
 }
 
 // A data directory of a development build before 0.1.0 (migrations

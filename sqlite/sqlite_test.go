@@ -42,6 +42,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	}
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
+		Identities: db, APIKeys: db, Accounts: db,
 		Inbox:  &sqlite.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []feed.Job {
@@ -59,6 +60,8 @@ func TestInbox(t *testing.T) {
 }
 
 func TestStores(t *testing.T) { feedtest.TestStores(t, openBackend) }
+
+func TestIdentity(t *testing.T) { feedtest.TestIdentity(t, openBackend) }
 
 func TestFeed(t *testing.T) { feedtest.TestFeed(t, openBackend) }
 

@@ -22,7 +22,7 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // ---- users
 
-const userCols = `id, mode, active_at, phone, nick_name, icon, city, introduce, fans, followee, created_at`
+const userCols = `id, mode, active_at, coalesce(phone, ''), nick_name, icon, city, introduce, fans, followee, created_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -180,12 +180,12 @@ func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, '')`
 
 func scanPost(s scanner) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated); err != nil {
+	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -232,6 +232,40 @@ func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 		}
 		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
 	})
+}
+
+// CreateForeignPost implements feed.PostStore: the insert does nothing
+// when the foreign id is taken (posts_foreign_id), and the post found
+// then is the one returned; SQLite's one writer orders concurrent calls.
+func (db *DB) CreateForeignPost(ctx context.Context, p *feed.Post) (bool, error) {
+	created := false
+	err := db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at, foreign_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (foreign_id) WHERE foreign_id IS NOT NULL DO NOTHING RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt), p.ForeignID).Scan(&p.ID)
+		if errors.Is(err, sql.ErrNoRows) {
+			first, err := scanPost(tx.QueryRowContext(ctx, `SELECT `+postCols+` FROM posts WHERE foreign_id = ?`, p.ForeignID))
+			if err != nil {
+				return err
+			}
+			*p = *first
+			return nil
+		} else if err != nil {
+			return err
+		}
+		created = true
+		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
+	})
+	return created, err
+}
+
+// PostByForeignID implements feed.PostStore.
+func (db *DB) PostByForeignID(ctx context.Context, foreignID string) (*feed.Post, error) {
+	p, err := scanPost(db.readRow(ctx, `SELECT `+postCols+` FROM posts WHERE foreign_id = ?`, foreignID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, feed.ErrNotFound("post")
+	}
+	return p, err
 }
 
 // Post implements feed.PostStore.

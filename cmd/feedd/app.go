@@ -21,6 +21,7 @@ import (
 	feedhttp "github.com/feedd/feedd/http"
 	"github.com/feedd/feedd/inmem"
 	"github.com/feedd/feedd/internal/metrics"
+	"github.com/feedd/feedd/jwtauth"
 	"github.com/feedd/feedd/postgres"
 	"github.com/feedd/feedd/redis"
 	"github.com/feedd/feedd/sqlite"
@@ -73,6 +74,9 @@ type app struct {
 	// past its timeout, or full), which the API answers 503
 	// (feedhttp.Server.Unavailable).
 	unavailable func(error) bool
+
+	// sso is the page's single sign-on; nil when not configured.
+	sso feedhttp.SSO
 
 	// The pools, for feedd bench's samples: nil when not configured.
 	pgPool *pgxpool.Pool
@@ -167,7 +171,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 func newAPI(c *config, a *app) *feedhttp.Server {
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory)}
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory), SSO: a.sso}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -188,6 +192,9 @@ type stores interface {
 	feed.CommentStore
 	feed.MarkerStore
 	feed.PushStore
+	feed.IdentityStore
+	feed.APIKeyStore
+	feed.AccountStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -204,8 +211,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		}
 	}()
 	workers := c.workers
-	oneShot := c.cmd == "migrate" || c.cmd == "push-key" // runs a step and exits
-	if oneShot {
+	if c.storeOnly() {
 		workers = 0
 	}
 	qcfg := fanout.Config{Workers: workers, JobTimeout: c.jobTimeout, RescueAfter: c.rescueAfter, CompletedRetention: c.jobRetention, Log: log}
@@ -368,7 +374,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.events == nil {
 		a.events = &inmem.Events{} // one process: workers and streams meet here
 	}
-	if !oneShot {
+	if !c.storeOnly() {
 		// Notification groups reach live streams as events (cmd/feedd/notify.go).
 		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		notified(publishNotices(nctx, a.events, log))
@@ -392,7 +398,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err := newQueue(deps); err != nil {
 		return nil, err
 	}
-	if workers > 0 && !oneShot {
+	if workers > 0 && !c.storeOnly() {
 		// This process works jobs: its API gives way to them when they
 		// fall behind (feedhttp.Shed.Lag), and the lag is a metric.
 		a.lag = &lagWatch{}
@@ -405,6 +411,22 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	// Only the API verifies tokens and signs in (feedd worker, migrate and
+	// apikey serve no request).
+	var tokens *jwtauth.Verifier
+	if c.cmd == "serve" {
+		if tokens, err = c.tokenVerifier(ctx, log); err != nil {
+			return nil, err
+		}
+		if tokens != nil {
+			a.closers = append(a.closers, func() error { tokens.Close(); return nil })
+		}
+		if p, err := c.singleSignOn(); err != nil {
+			return nil, err
+		} else if p != nil {
+			a.sso = p
+		}
+	}
 	a.service = &feed.Service{
 		Users: st, Auth: auth, Posts: st, Follows: st, Inbox: inbox, Social: st, Outbox: outbox, SessionPages: sessionPages,
 		ActiveWindow: active, PullThreshold: c.pullAt, Codes: codeSender(c, log), PageSize: c.pageSize, InboxCap: c.inboxCap, Log: log, Now: clock,
@@ -412,6 +434,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st, Comments: st, Markers: st,
+		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit, PhoneLoginOff: !c.identity.phoneLogin,
 	}
 	if a.service.Push, err = c.newPush(st); err != nil {
 		return nil, err
@@ -419,9 +442,19 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if a.service.Push != nil {
 		deps.Push = a.service // the push jobs' worker (fanout/push.go)
 	}
+	if tokens != nil {
+		a.service.Tokens = tokens
+	}
+	deps.Erase = a.service.EraseWork
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()
 	return a, nil
+}
+
+// storeOnly reports whether the command only uses the store, with no
+// workers, streams or API: feedd migrate, feedd apikey and feedd push-key.
+func (c *config) storeOnly() bool {
+	return c.cmd == "migrate" || c.cmd == "apikey" || c.cmd == "push-key"
 }
 
 // rankSnapshots returns where the ranked scrolls' orders are kept

@@ -44,6 +44,8 @@ Usage:
   feedd bench push    [flags]   Web Push: pushes/s of the push jobs to a push service on loopback
   feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
                                 10-comment one (both orders), and the delete of the big post
+  feedd bench server  [flags]   the server API over HTTP: batch upserts of users, one call of --server-pairs
+                                follows, publishes under foreign ids each retried, concurrent retries of one
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
                                 distribution rules, priced with costs measured on --redis-url and
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
@@ -83,11 +85,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "capacity", "import":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "server", "capacity", "import":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity or import)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -384,6 +386,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		opt := bf.comments
 		opt.Runs = bf.runs
 		r, err := bench.Comments(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "server":
+		opt := bf.server
+		opt.Runs, opt.CPUProfile = bf.runs, bf.cpuProfile
+		if set["concurrency"] {
+			opt.Concurrency = bf.concurrency
+		}
+		r, err := bench.Server(ctx, env, opt)
 		if err != nil {
 			return err
 		}

@@ -95,6 +95,10 @@ type config struct {
 	writeLimits       feed.WriteLimits
 	args              []string // the command line, for the admin listener's redacted cmdline
 
+	// An app's own users: its tokens, the server API, single sign-on
+	// (identity.go).
+	identity identityFlags
+
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
 	redisFailover *goredis.FailoverOptions // Sentinels (?master_name=...)
@@ -190,6 +194,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	declarePushFlags(fs, c, fromEnv, help)
 
 	declareSecurityFlags(fs, c, fromEnv, help)
+	declareIdentityFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -289,6 +294,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		}
 	}
 	if err := c.checkSecurity(); err != nil {
+		return nil, err
+	}
+	if err := c.checkIdentity(); err != nil {
 		return nil, err
 	}
 	if err := c.checkAbuse(); err != nil {

@@ -31,6 +31,8 @@ Usage:
   feedd push-key [flags]  print the public VAPID key browsers subscribe to Web Push with (made once, kept in the database)
   feedd seed [flags]      fill the database with a demo community (--users, --follows, --posts)
   feedd import hmdp       import the tutorial's MySQL and Redis, keeping ids (feedd import --help)
+  feedd apikey create NAME | list | revoke NAME [flags]
+                          make (printing it once), list or revoke a key of the server API
   feedd bench NAME        measure fan-out, reads, publish, memory, streams, mixed load, ranking,
                           small writes, notifications, import (feedd bench help)
   feedd version           print the release, the commit it was built from and the Go version (also --version)
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runBench(ctx, args, getenv, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, getenv, stdout, stderr)
+	case "apikey":
+		return runAPIKey(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		fs, _ := newFlagSet("serve", &config{}, getenv, stdout) // help shows even with a malformed FEED_* value

@@ -26,7 +26,9 @@ import (
 // is checked against the served OpenAPI document, and every documented
 // status but 500 must have been seen.
 func TestV1API(t *testing.T) {
-	s := startServer(t, "--data", t.TempDir())
+	dir, app := t.TempDir(), newTestApp(t)
+	key := createAPIKey(t, "v1", "--data", dir)
+	s := startServer(t, append([]string{"--data", dir}, app.args()...)...)
 	c := newV1Client(t, s)
 
 	a, b, cc := c.login("13800000101"), c.login("13900000102"), c.login("15000000103")
@@ -301,6 +303,19 @@ func TestV1API(t *testing.T) {
 	v1NotifyExchanges(t, c, a, b)
 	v1CommentExchanges(t, c, a, b)
 	v1MarkerPushExchanges(t, c, b)
+	v1ServerExchanges(t, c, key, app)
+
+	// With the phone-code login off, its routes refuse (the same document).
+	off := &v1Client{t: t, s: startServer(t, "--data", t.TempDir(), "--phone-login=false"), api: c.api}
+	off.refused(403, "forbidden", "POST", "/v1/auth/code", "", map[string]string{"phone": "13800000101"})
+	off.refused(403, "forbidden", "POST", "/v1/auth/login", "", map[string]string{"phone": "13800000101", "code": "123456"})
+	var methods struct {
+		Phone bool `json:"phone"`
+	}
+	off.want(200, "GET", "/v1/auth/methods", "", nil, &methods)
+	if methods.Phone {
+		t.Fatal("GET /v1/auth/methods says phone login is on with --phone-login=false")
+	}
 
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),
@@ -386,7 +401,7 @@ func v1Refusals(t *testing.T, c *v1Client, a, b string, aID, bID, post int64) {
 	for _, tok := range []string{"", "bogus", "header:" + b, "header:Basic " + b, "header:Bearer", "header:Bearer "} {
 		for _, op := range ops {
 			method, tmpl, _ := strings.Cut(op, " ")
-			if strings.HasPrefix(tmpl, "/v1/auth/code") || strings.HasPrefix(tmpl, "/v1/auth/login") || tmpl == "/v1/openapi.json" {
+			if strings.HasPrefix(tmpl, "/v1/auth/code") || strings.HasPrefix(tmpl, "/v1/auth/login") || tmpl == "/v1/openapi.json" || tmpl == "/v1/auth/methods" {
 				continue
 			}
 			var body any

@@ -520,5 +520,40 @@ function setOrder(o) {
 $('order-latest').addEventListener('click', () => setOrder('latest'));
 $('order-ranked').addEventListener('click', () => setOrder('ranked'));
 
+// Single sign-on: the server's callback sends the browser back here with
+// the new session's token (#sso=...) or the reason it failed
+// (#sso-error=...) in the fragment, which no server sees; it is taken out
+// of the address at once.
+// A token is taken only when this tab began a sign-in: a link to
+// /#sso=... sent by someone else must not sign the reader in as them.
+function signOnReturn() {
+  const m = location.hash.match(/^#sso(-error)?=(.*)$/);
+  if (!m) return false;
+  history.replaceState(null, '', location.pathname);
+  const began = sessionStorage.getItem(SSO_PENDING) === '1';
+  sessionStorage.removeItem(SSO_PENDING);
+  const value = decodeURIComponent(m[2].replace(/\+/g, ' '));
+  if (m[1]) { say($('login-msg'), value, 'error'); return true; }
+  if (!began) { say($('login-msg'), 'This sign-in was not started here; sign in again.', 'error'); return true; }
+  token.set(value);
+  return false;
+}
+const SSO_PENDING = 'feedd.sso';
+$('sso-link').addEventListener('click', () => sessionStorage.setItem(SSO_PENDING, '1'));
+
+// The ways in this server offers: phone codes, single sign-on, or both.
+async function loginMethods() {
+  const m = await api('GET', '/v1/auth/methods').catch(() => null);
+  if (!m) return;
+  $('phone-login').hidden = !m.phone;
+  if (m.sso) {
+    $('sso-link').textContent = 'Sign in with ' + m.sso.name;
+    $('sso-link').href = m.sso.url;
+    $('sso').hidden = false;
+  }
+}
+
 addEventListener('hashchange', route);
-if (token.get()) start(); else show('login');
+loginMethods();
+const signOnFailed = signOnReturn();
+if (token.get() && !signOnFailed) start(); else show('login');
