@@ -48,6 +48,8 @@ var DataKinds = []DataKind{
 	{Name: "muted_words", Export: true, Erase: true},   // the user's
 	{Name: "reports", Export: true, Erase: true},       // of posts and comments, by the user
 	{Name: "rank_snapshots", Erase: true},              // the ranked timeline's orders
+	{Name: "markers", Export: true, Erase: true},       // where the user stopped reading
+	{Name: "push_subscriptions", Erase: true},          // the user's browsers' Web Push endpoints
 	{Name: "inbox", Erase: true},                       // the user's timeline
 	{Name: "notifications", Export: true, Erase: true}, // the user's, and the user's part in others'
 }

@@ -306,10 +306,20 @@ func testExportErase(t *testing.T, b *Backend) {
 	must(t, b.Filters.SetMutedWord(ctx, u, "spoiler", true, now), "SetMutedWord")
 	c := &feed.Comment{PostID: vp.ID, UserID: u, Text: "nice", CreatedAt: now, UpdatedAt: now}
 	must(t, b.Comments.CreateComment(ctx, c), "CreateComment")
+	// Markers and push subscriptions live in the same store.
+	markers, ok1 := b.Accounts.(feed.MarkerStore)
+	pushes, ok2 := b.Accounts.(feed.PushStore)
+	if !ok1 || !ok2 {
+		t.Fatal("the account store keeps no markers or push subscriptions")
+	}
+	must(t, markers.PutMarkers(ctx, u, []feed.MarkerPut{{M: feed.Marker{Timeline: feed.MarkerTimeline, LastReadID: vp.ID,
+		Position: feed.Entry{PostID: vp.ID, Score: vp.Score()}, Version: 1, UpdatedAt: now}}}), "PutMarkers")
+	sub := &feed.PushSubscription{UserID: u, Endpoint: "https://push.example/u", P256dh: "k", Auth: "a", CreatedAt: now}
+	must(t, pushes.SavePushSubscription(ctx, sub), "SavePushSubscription")
 	b.Jobs()
 
 	for kind, want := range map[string]int{"identities": 1, "profile": 1, "posts": 3, "comments": 1, "likes": 1,
-		"following": 2, "followers": 1, "mutes": 1, "blocks": 1, "muted_words": 1, "reports": 0} {
+		"following": 2, "followers": 1, "mutes": 1, "blocks": 1, "muted_words": 1, "reports": 0, "markers": 1} {
 		if got := exportAll(t, b, kind, u); len(got) != want {
 			t.Fatalf("export of %s: %d items %v, want %d", kind, len(got), got, want)
 		}
@@ -341,6 +351,9 @@ func testExportErase(t *testing.T, b *Backend) {
 				t.Fatalf("after the erasure, %s still has %v", k.Name, got)
 			}
 		}
+	}
+	if subs, err := pushes.PushSubscriptions(ctx, u); err != nil || len(subs) != 0 {
+		t.Fatalf("the erased user's push subscriptions: %v %v", subs, err)
 	}
 	_, err = b.Users.User(ctx, u)
 	wantCode(t, err, feed.ENOTFOUND, "the erased user")

@@ -54,6 +54,8 @@ var exportQueries = map[string]exportQuery{
 	"reports": {sql: `SELECT 'post', post_id, reason, created_at FROM reports WHERE reporter_id = ?1
 			UNION ALL SELECT 'comment', comment_id, reason, created_at FROM comment_reports WHERE reporter_id = ?1`,
 		names: []string{"target", "target_id", "reason", "created_at"}},
+	"markers": {sql: `SELECT timeline, last_read_id, version, updated_at FROM markers WHERE user_id = ?1 ORDER BY timeline`,
+		names: []string{"timeline", "last_read_id", "version", "updated_at"}},
 	"notifications": {sql: `SELECT id, kind, target_id, count, action, first_at, latest_at
 			FROM notify_groups WHERE user_id = ?1 AND count > 0 AND id > ?2 ORDER BY id LIMIT ?3`,
 		names: []string{"id", "kind", "target_id", "count", "action", "first_at", "latest_at"}, keyed: true},
@@ -198,6 +200,10 @@ func (db *DB) ErasePage(ctx context.Context, kind string, userID int64, limit in
 			return count(tx.ExecContext(ctx, `DELETE FROM comment_reports WHERE reporter_id = ?`, userID))
 		case "rank_snapshots":
 			return count(tx.ExecContext(ctx, `DELETE FROM rank_snapshots WHERE user_id = ?`, userID))
+		case "markers":
+			return count(tx.ExecContext(ctx, `DELETE FROM markers WHERE user_id = ?`, userID))
+		case "push_subscriptions":
+			return count(tx.ExecContext(ctx, `DELETE FROM push_subscriptions WHERE user_id = ?`, userID))
 		case "notifications":
 			if err := count(tx.ExecContext(ctx, `DELETE FROM notify_groups WHERE user_id = ?`, userID)); err != nil {
 				return err
