@@ -59,6 +59,9 @@ type Service struct {
 	// Notify serves the notification groups (notify.go); nil: the
 	// notification reads answer ENOTFOUND.
 	Notify NotifyStore
+	// Reposts serves reposts, quotes and show_reposts (repost.go); nil:
+	// their routes answer ENOTFOUND and feeds show no repost.
+	Reposts RepostStore
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

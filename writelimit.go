@@ -7,7 +7,7 @@ import (
 )
 
 // Per-user limits of writes: how many posts, deletes, follow changes,
-// likes, blocks, mutes, muted words and notification changes one account
+// likes, reposts, blocks, mutes, muted words and notification changes one account
 // makes, and how many live streams it opens, per window. They bound what
 // one account (or a stolen token) can make the rest of the service do:
 // every post, delete and follow change is fan-out work that all users'
@@ -31,6 +31,7 @@ const (
 	WriteMutedWord                     // a muted word added or removed
 	WriteNotification                  // notifications marked read or dismissed
 	WriteComment                       // a comment or reply added
+	WriteRepost                        // a repost made or undone
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
@@ -45,10 +46,12 @@ type WriteLimits struct {
 	MutedWords    Limit
 	Notifications Limit
 	Comments      Limit
+	Reposts       Limit
 }
 
-// DefaultWriteLimits are the limits the command starts with. A delete
-// costs what a post costs (a fan-out to the author's audience), a block
+// DefaultWriteLimits are the limits the command starts with. A delete,
+// a repost and its undo cost what a post costs (a fan-out to the author's
+// or reposter's audience), a block
 // what a follow change costs (it removes follows both ways); mutes and
 // muted words are one row each, notification changes one statement.
 var DefaultWriteLimits = WriteLimits{
@@ -62,6 +65,7 @@ var DefaultWriteLimits = WriteLimits{
 	MutedWords:    Limit{60, time.Minute},
 	Notifications: Limit{120, time.Minute},
 	Comments:      Limit{60, time.Minute},
+	Reposts:       Limit{30, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -81,6 +85,7 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		WriteMutedWord:    {l.MutedWords, "mutedword:user:", "muted word changes"},
 		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
 		WriteComment:      {l.Comments, "comment:user:", "comments"},
+		WriteRepost:       {l.Reposts, "repost:user:", "reposts"},
 	}
 	r := rules[kind]
 	return r.limit, r.key, r.what

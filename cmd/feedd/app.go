@@ -183,6 +183,7 @@ type stores interface {
 	feed.SnapshotStore
 	feed.NotifyStore
 	feed.CommentStore
+	feed.RepostStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -371,7 +372,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
 		Events:  a.events,
-		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox, Comments: st,
+		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox, Comments: st, Reposts: st,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics, Trace: a.trace,
 	}
@@ -405,7 +406,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
-		Notify: st, Comments: st,
+		Notify: st, Comments: st, Reposts: st,
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

@@ -58,7 +58,7 @@ measure push fan-out: --pull-threshold is 0 unless given. Their server does
 not shed load (--max-reads, --max-writes and --max-lag are 0 unless given),
 except in mixed, which counts the requests shed. The per-user write limits
 (--post-limit-user, --follow-limit-user, --like-limit-user,
---comment-limit-user) are off unless
+--comment-limit-user, --repost-limit-user) are off unless
 given. 'writes' turns the login limits (--code-limit-*,
 --login-fail-limit-client) off unless given, and
 measures the SQLite durability of --sqlite-synchronous. Results go to stdout

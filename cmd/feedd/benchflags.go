@@ -147,7 +147,8 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	// writes and mixed, back to back): the per-user write limits would
 	// refuse them, and they are not what is measured.
 	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
-		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments} {
+		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments,
+		"repost-limit-user": &c.writeLimits.Reposts} {
 		if !set[name] {
 			*l = feed.Limit{}
 		}
