@@ -415,3 +415,64 @@ func testQuotePolicy(t *testing.T, b *Backend) {
 		t.Fatalf("quotes %v (%v), want 3", got, err)
 	}
 }
+
+// TestRepostNotifications runs the contract of the repost and quote
+// notifications: reposts of a post group ("Ana and 2 others reposted
+// your post"), under the told-once rule (an undo and a repost again
+// within the renotify window count once and send no notice); each quote
+// is a group of its own whose post is the quote; one's own repost or quote
+// tells nobody; a deleted post takes its repost groups, a deleted quote its
+// quote group.
+func TestRepostNotifications(t *testing.T, open func(t *testing.T, s feed.NotifySettings) *NotifyBackend) {
+	b := open(t, feed.NotifySettings{})
+	w := newNotifyWorld(t, b)
+	ctx := t.Context()
+	u := w.users(4)
+	a, bo, cy, di := u[0], u[1], u[2], u[3]
+	p := w.publish(a, "Title")
+	repost := func(user int64, on bool) {
+		t.Helper()
+		w.tick(time.Second)
+		must(t, w.s.Repost(ctx, user, p, on), fmt.Sprintf("Repost(%d, %v)", user, on))
+		w.b.Jobs()
+	}
+	b.Notices()
+	repost(bo, true)
+	repost(cy, true)
+	repost(di, true)
+	repost(a, true) // one's own: nobody is told
+	wantGroups(t, w.page(a), fmt.Sprintf("repost:%d:3:[%d %d %d]", p, di, cy, bo))
+	if n := len(b.Notices()); n != 3 {
+		t.Fatalf("3 reposts sent %d notices", n)
+	}
+	repost(cy, false)
+	wantGroups(t, w.page(a), fmt.Sprintf("repost:%d:2:[%d %d]", p, di, bo))
+	b.Notices()
+	repost(cy, true) // again within the renotify window: counts once, no news
+	wantGroups(t, w.page(a), fmt.Sprintf("repost:%d:3:[%d %d %d]", p, di, cy, bo))
+	if ns := b.Notices(); len(ns) != 0 {
+		t.Fatalf("a repost undone and made again sent notices %v", ns)
+	}
+	// Quotes: each its own group, the quote its post.
+	w.tick(time.Second)
+	q, err := w.s.Publish(ctx, bo, feed.PostInput{Title: "Look", Content: "at this", QuoteOf: p})
+	must(t, err, "Publish quote")
+	w.b.Jobs()
+	got := w.page(a)
+	wantGroups(t, got, fmt.Sprintf("quote:%d:1:[%d]", q.ID, bo), fmt.Sprintf("repost:%d:3:[%d %d %d]", p, di, cy, bo))
+	if got[0].Post == nil || got[0].Post.ID != q.ID || got[0].Post.Quote == nil || got[0].Post.Quote.Post == nil || got[0].Post.Quote.Post.ID != p {
+		t.Fatalf("quote group's post %+v: want the quote, embedding post %d", got[0].Post, p)
+	}
+	_, err = w.s.Publish(ctx, a, feed.PostInput{Title: "Mine", Content: "again", QuoteOf: p})
+	must(t, err, "Publish own quote")
+	w.b.Jobs()
+	if n := len(w.page(a)); n != 2 {
+		t.Fatalf("one's own quote made a group: %d groups", n)
+	}
+	must(t, w.s.DeletePost(ctx, bo, q.ID), "DeletePost of the quote")
+	w.b.Jobs()
+	wantGroups(t, w.page(a), fmt.Sprintf("repost:%d:3:[%d %d %d]", p, di, cy, bo))
+	must(t, w.s.DeletePost(ctx, a, p), "DeletePost")
+	w.b.Jobs()
+	wantGroups(t, w.page(a))
+}

@@ -28,3 +28,5 @@ func TestNotifyMuteRace(t *testing.T) {
 		feedtest.TestNotifyMuteRace(t, openNotify, 100)
 	}
 }
+
+func TestRepostNotifications(t *testing.T) { feedtest.TestRepostNotifications(t, openNotify) }
