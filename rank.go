@@ -160,7 +160,7 @@ func (s *Service) rankViews(ctx context.Context, userID int64, items []rank.Item
 		return nil, err
 	}
 	for i := range views {
-		r := ranks[views[i].ID].View()
+		r := ranks[views[i].FeedEntry.PostID].View() // the item's entry: the post's own, or a repost's
 		views[i].Rank = &r
 	}
 	return views, nil
@@ -228,7 +228,7 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry
 	if s.Reposts == nil {
 		return entries, posts, nil
 	}
-	reps, sharers, err := s.Reposts.FeedReposts(ctx, userID, posts, nil)
+	reps, sharers, err := s.feedReposts(ctx, userID, posts, nil)
 	if err != nil || len(reps) == 0 {
 		return entries, posts, err
 	}

@@ -107,13 +107,17 @@ type RepostStore interface {
 	// Reposts returns the reposts among ids, by id (the other ids are
 	// posts' or nothing's). One round trip.
 	Reposts(ctx context.Context, ids []int64) (map[int64]*Repost, error)
-	// FeedReposts reads what a page of viewerID's feed needs to place and
-	// show its posts: the entries among entryIDs that are reposts
-	// (RepostEntry, by entry id), and who reposted each of postIDs and of
-	// those reposts' posts (Sharers, by post id; absent when none of the
-	// people the viewer is shown reposted it). One round trip; each post
-	// costs at most the smaller of its reposts and the viewer's follows.
-	FeedReposts(ctx context.Context, viewerID int64, entryIDs, postIDs []int64) (map[int64]*RepostEntry, map[int64]*Sharers, error)
+	// RepostEntries returns, by id, the reposts among ids (the others are
+	// posts' or nothing's) with what decides whether each places its post
+	// in viewerID's feed (RepostEntry). One round trip, a few index
+	// lookups per repost.
+	RepostEntries(ctx context.Context, viewerID int64, ids []int64) (map[int64]*RepostEntry, error)
+	// Sharers returns, for each of postIDs that any of the people viewerID
+	// is shown reposts of (viewerID, and the users it follows with
+	// show_reposts on and does not mute) reposted, those reposts: the
+	// first and how many. One round trip; each post costs at most the
+	// smaller of its reposts and the viewer's follows, roughly.
+	Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map[int64]*Sharers, error)
 	// PurgeReposts removes at most limit reposts of a deleted post postID,
 	// moving nothing (the post is gone) and enqueuing each repost entry's
 	// RemoveJob, in one transaction, and returns how many it removed
@@ -133,12 +137,14 @@ type RepostStore interface {
 // whether it places its post there (Places).
 type RepostEntry struct {
 	Repost
-	// Post is the post reposted, with its author (ID, NickName, Icon) and
-	// the viewer's like; nil when it no longer exists.
+	// Post is the post reposted, with its author (ID, NickName, Icon), the
+	// viewer's like and its Reposts; nil when it no longer exists.
 	Post *PostView
 	// ReposterShown: the reposter is the viewer, or one the viewer follows
-	// with show_reposts on and does not mute.
+	// with show_reposts on and does not mute. Reposter is the reposter
+	// (ID, NickName, Icon); nil when the user no longer exists.
 	ReposterShown bool
+	Reposter      *User
 	// AuthorFollowed: the viewer is the post's author or follows them, so
 	// the post's own entry places it.
 	AuthorFollowed bool
@@ -157,14 +163,15 @@ type Sharers struct {
 }
 
 // Places reports whether repost entry r places its post in the viewer's
-// feed, its post's earliest reposts among those the viewer is shown being
-// sh: the post exists, nothing excludes its author, the viewer neither is
-// nor follows its author (the post's own entry would place it), and r is
-// the earliest of those reposts. Earliest, not newest: a new repost is
-// newer than every entry before it, so neither a repost nor an undo ever
-// moves a post to an older entry (repost.go's rule).
+// feed, the post's reposts among those the viewer is shown being sh: the
+// post exists, nothing excludes its author, the viewer neither is nor
+// follows its author (the post's own entry would place it), and r is the
+// earliest of those reposts (so one the viewer is shown). Earliest, not
+// newest: a new repost is newer than every entry before it, so neither a
+// repost nor an undo ever moves a post to an older entry (repost.go's
+// rule).
 func (r *RepostEntry) Places(sh *Sharers) bool {
-	return r.Post != nil && r.ReposterShown && !r.AuthorFollowed && !r.AuthorExcluded && sh != nil && sh.First.ID == r.ID
+	return r.Post != nil && !r.AuthorFollowed && !r.AuthorExcluded && sh != nil && sh.First.ID == r.ID
 }
 
 func (s *Service) repostStore() (RepostStore, error) {
@@ -241,8 +248,8 @@ func (s *Service) quotable(ctx context.Context, userID, id int64) error {
 // placeReposts adds to views, a page's hydrated posts by entry id, the
 // page's repost entries that place their posts (RepostEntry.Places), as
 // views of those posts, and sets RepostedBy and Reposted on every view:
-// one store call, none when no entry of ids is missing from views and no
-// post of views has reposts.
+// feedReposts' store calls, none when no entry of ids is missing from
+// views and no post of views has reposts.
 func (s *Service) placeReposts(ctx context.Context, viewerID int64, ids []int64, views map[int64]*PostView) error {
 	if s.Reposts == nil {
 		return nil
@@ -255,10 +262,7 @@ func (s *Service) placeReposts(ctx context.Context, viewerID int64, ids []int64,
 			reposted = append(reposted, v.ID)
 		}
 	}
-	if len(missing) == 0 && len(reposted) == 0 {
-		return nil
-	}
-	entries, sharers, err := s.Reposts.FeedReposts(ctx, viewerID, missing, reposted)
+	entries, sharers, err := s.feedReposts(ctx, viewerID, missing, reposted)
 	if err != nil {
 		return err
 	}
@@ -272,6 +276,51 @@ func (s *Service) placeReposts(ctx context.Context, viewerID int64, ids []int64,
 		v.setSharers(sharers[v.ID])
 	}
 	return nil
+}
+
+// feedReposts reads what a page of viewerID's feed needs to place and
+// show its posts: the entries among entryIDs that are reposts
+// (RepostEntries), and who reposted each of postIDs and each post one of
+// those entries may place (Sharers). A post that has one repost, the
+// entry's, needs no Sharers read: they are that repost, if its reposter is
+// shown. At most two store calls, none for nothing to read.
+func (s *Service) feedReposts(ctx context.Context, viewerID int64, entryIDs, postIDs []int64) (map[int64]*RepostEntry, map[int64]*Sharers, error) {
+	entries := map[int64]*RepostEntry{}
+	if len(entryIDs) > 0 {
+		var err error
+		if entries, err = s.Reposts.RepostEntries(ctx, viewerID, entryIDs); err != nil {
+			return nil, nil, err
+		}
+	}
+	wanted := slices.Clone(postIDs)
+	var single []*RepostEntry
+	for _, r := range entries {
+		switch {
+		case r.Post == nil || r.AuthorFollowed || r.AuthorExcluded:
+		case r.Post.Reposts == 1:
+			single = append(single, r)
+		default:
+			wanted = append(wanted, r.PostID)
+		}
+	}
+	sharers := map[int64]*Sharers{}
+	if len(wanted) > 0 {
+		slices.Sort(wanted)
+		var err error
+		if sharers, err = s.Reposts.Sharers(ctx, viewerID, slices.Compact(wanted)); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, r := range single {
+		if r.ReposterShown && sharers[r.PostID] == nil {
+			u := &User{ID: r.UserID}
+			if r.Reposter != nil {
+				u = r.Reposter
+			}
+			AddSharer(sharers, viewerID, r.Repost, u)
+		}
+	}
+	return entries, sharers, nil
 }
 
 // setSharers sets v's RepostedBy and Reposted from sh (nil: nobody).
@@ -298,7 +347,7 @@ func (s *Service) shareViews(ctx context.Context, viewerID int64, views []PostVi
 	if len(reposted) == 0 {
 		return nil
 	}
-	_, sharers, err := s.Reposts.FeedReposts(ctx, viewerID, nil, reposted)
+	sharers, err := s.Reposts.Sharers(ctx, viewerID, reposted)
 	if err != nil {
 		return err
 	}
@@ -372,22 +421,8 @@ func (s *Service) embedQuotes(ctx context.Context, viewerID int64, views []PostV
 	return nil
 }
 
-// SharersWanted is, for a store's FeedReposts, the posts whose Sharers it
-// reads: postIDs, and the posts of entries that may place them (all but
-// the shown reposts' Sharers decide Places), each once.
-func SharersWanted(entries map[int64]*RepostEntry, postIDs []int64) []int64 {
-	out := slices.Clone(postIDs)
-	for _, r := range entries {
-		if r.Post != nil && r.ReposterShown && !r.AuthorFollowed && !r.AuthorExcluded {
-			out = append(out, r.PostID)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // AddSharer counts repost r, by user u, into m's Sharers of its post, for
-// viewerID (a store's FeedReposts reading them one by one).
+// viewerID (a store's Sharers reading them one by one).
 func AddSharer(m map[int64]*Sharers, viewerID int64, r Repost, u *User) {
 	sh := m[r.PostID]
 	if sh == nil {

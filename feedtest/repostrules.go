@@ -9,6 +9,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // testShowReposts: show_reposts off hides one followee's reposts only
@@ -181,8 +182,8 @@ func testRepostTombstones(t *testing.T, b *Backend) {
 	if q.State != feed.QuoteDeleted || q.Post != nil || q.ID != p.ID {
 		t.Fatalf("quote of a deleted post: %+v, want a deleted tombstone of %d", q, p.ID)
 	}
-	_, sh, err := w.b.Reposts.FeedReposts(w.ctx, v, nil, []int64{p.ID})
-	must(t, err, "FeedReposts")
+	sh, err := w.b.Reposts.Sharers(w.ctx, v, []int64{p.ID})
+	must(t, err, "Sharers")
 	if len(sh) != 0 {
 		t.Fatalf("reposts of a deleted post after its removal job: %+v", sh)
 	}
@@ -475,4 +476,44 @@ func TestRepostNotifications(t *testing.T, open func(t *testing.T, s feed.Notify
 	must(t, w.s.DeletePost(ctx, a, p), "DeletePost")
 	w.b.Jobs()
 	wantGroups(t, w.page(a))
+}
+
+// testRepostRanked: the ranked timeline ranks each post once, at its
+// place, reposted posts among them, with its rank.
+func testRepostRanked(t *testing.T, b *Backend) {
+	w := newRWorld(t, b, newRand(t))
+	w.fill(80)
+	v := w.viewer
+	chrono := map[int64]feed.Entry{}
+	for _, view := range w.whole(v) {
+		chrono[view.ID] = view.FeedEntry
+	}
+	seen := map[int64]bool{}
+	reposted := 0
+	var after *rank.Cursor
+	for range 100 {
+		page, err := w.svc.RankedTimeline(w.ctx, v, after, 7)
+		must(t, err, "RankedTimeline")
+		for _, view := range page.List {
+			switch e, ok := chrono[view.ID]; {
+			case seen[view.ID]:
+				t.Fatalf("post %d twice in the ranked timeline", view.ID)
+			case !ok || e != view.FeedEntry:
+				t.Fatalf("post %d ranked at entry %v, its place in the timeline is %v (%v)", view.ID, view.FeedEntry, e, ok)
+			case view.Rank == nil:
+				t.Fatalf("post %d ranked without its rank", view.ID)
+			}
+			seen[view.ID] = true
+			if view.FeedEntry.PostID != view.ID {
+				reposted++
+			}
+		}
+		if page.Next == nil {
+			break
+		}
+		after = page.Next
+	}
+	if reposted == 0 || len(seen) < min(len(chrono), 100) {
+		t.Fatalf("the ranked timeline showed %d posts (%d placed by reposts) of %d", len(seen), reposted, len(chrono))
+	}
 }

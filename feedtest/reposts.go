@@ -30,6 +30,7 @@ func TestReposts(t *testing.T, open func(t *testing.T) *Backend) {
 	t.Run("BlocksAndMutes", func(t *testing.T) { testRepostBlocks(t, open(t)) })
 	t.Run("Tombstones", func(t *testing.T) { testRepostTombstones(t, open(t)) })
 	t.Run("Rebuild", func(t *testing.T) { testRepostRebuild(t, open(t)) })
+	t.Run("Ranked", func(t *testing.T) { testRepostRanked(t, open(t)) })
 	t.Run("Counts", func(t *testing.T) { testRepostCounts(t, open(t)) })
 	t.Run("QuotePolicy", func(t *testing.T) { testQuotePolicy(t, open(t)) })
 }

@@ -156,9 +156,12 @@ func TestUpgradeFrom010(t *testing.T) {
 	if rid <= 3 {
 		t.Fatalf("the first repost after the upgrade has id %d, a post's", rid)
 	}
-	entries, sharers, err := db.FeedReposts(ctx, 1, []int64{rid}, []int64{2})
-	if r := entries[rid]; err != nil || r == nil || !r.ReposterShown || !r.AuthorFollowed || sharers[2] == nil || sharers[2].Count != 1 {
-		t.Fatalf("FeedReposts after the upgrade = %+v, %+v, %v", entries, sharers, err)
+	entries, err := db.RepostEntries(ctx, 1, []int64{rid, 2})
+	if r := entries[rid]; err != nil || len(entries) != 1 || r == nil || !r.ReposterShown || !r.AuthorFollowed {
+		t.Fatalf("RepostEntries after the upgrade = %+v, %v", entries, err)
+	}
+	if sharers, err := db.Sharers(ctx, 1, []int64{2}); err != nil || sharers[2] == nil || sharers[2].Count != 1 || sharers[2].First.ID != rid {
+		t.Fatalf("Sharers after the upgrade = %+v, %v", sharers, err)
 	}
 	p := &feed.Post{UserID: 1, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now, QuoteOf: 1}
 	if err := db.CreatePost(ctx, p); err != nil || p.ID <= rid {

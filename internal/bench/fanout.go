@@ -253,7 +253,7 @@ func feeddRepostFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, t
 			return feed.Entry{}, err
 		}
 		// The author's own repost is the first its Sharers name.
-		_, sh, err := env.Service.Reposts.FeedReposts(ctx, w.author, nil, []int64{p.ID})
+		sh, err := env.Service.Reposts.Sharers(ctx, w.author, []int64{p.ID})
 		if err != nil {
 			return feed.Entry{}, err
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -271,7 +270,7 @@ type readWorld struct {
 // loadReadWorld loads a graph of opt's shape whose users' phones start
 // with tag, starting the workers first when start is set. Of each user's
 // opt.Posts entries, the share reposts are reposts of random posts of the
-// graph (made once every post is published), the others posts.
+// graph, the others posts.
 func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions, tag string, reposts float64, start bool) (*readWorld, error) {
 	bar := newProgress(env.Progress, "load users", opt.Users)
 	first, err := env.Store.CreateUsers(ctx, tag, opt.Users, bar.set)
@@ -304,51 +303,55 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions, tag string, r
 			return nil, fmt.Errorf("start workers: %w", err)
 		}
 	}
-	// Every post through the service; the workers fan them out meanwhile.
-	shares := int(math.Round(float64(opt.Posts) * reposts))
-	total := opt.Users * (opt.Posts - shares)
+	// Every post and repost through the service, the workers fanning them
+	// out meanwhile, in rounds: in each, every user publishes a post or, in
+	// the rounds drawn for their reposts (never the first), reposts a
+	// random post of an earlier round by someone else (fixed seed). So
+	// reposts and posts are mixed in every inbox, as they would be.
+	total := opt.Users * opt.Posts
+	shares := int(float64(opt.Posts)*reposts + 0.5)
+	reposting := make([]map[int]bool, opt.Users) // user -> their repost rounds
+	for u := range reposting {
+		reposting[u] = map[int]bool{}
+		for _, r := range rng.Perm(opt.Posts - 1)[:min(shares, opt.Posts-1)] {
+			reposting[u][r+1] = true
+		}
+	}
 	bar = newProgress(env.Progress, "publish posts", total)
 	var published atomic.Int64
-	ids := make([]int64, total)
-	err = parallel(ctx, 4, total, func(ctx context.Context, i int) error {
-		p, err := env.Service.Publish(ctx, first+int64(i%opt.Users), benchPost(i))
-		if err == nil {
-			ids[i] = p.ID
-		}
-		bar.set(int(published.Add(1)))
-		return err
-	})
-	bar.finish()
-	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
-	}
-	if shares > 0 {
-		// Each user reposts shares distinct posts of others, drawn at
-		// random (fixed seed).
-		type repost struct{ user, post int64 }
-		var rs []repost
-		for u := range opt.Users {
-			picked := map[int]bool{}
-			for len(picked) < shares {
-				i := rng.IntN(total)
-				if i%opt.Users != u && !picked[i] {
-					picked[i] = true
-					rs = append(rs, repost{first + int64(u), ids[i]})
+	var posts, authors []int64 // the posts of the rounds before, and their authors
+	for round := range opt.Posts {
+		targets := make([]int64, opt.Users)
+		for u := range targets {
+			for reposting[u][round] && targets[u] == 0 {
+				if i := rng.IntN(len(posts)); authors[i] != first+int64(u) {
+					targets[u] = posts[i]
 				}
 			}
 		}
-		bar = newProgress(env.Progress, "repost posts", len(rs))
-		published.Store(0)
-		err = parallel(ctx, 4, len(rs), func(ctx context.Context, i int) error {
-			err := env.Service.Repost(ctx, rs[i].user, rs[i].post, true)
-			bar.set(int(published.Add(1)))
+		made := make([]int64, opt.Users)
+		err = parallel(ctx, 4, opt.Users, func(ctx context.Context, u int) error {
+			defer func() { bar.set(int(published.Add(1))) }()
+			if targets[u] != 0 {
+				return env.Service.Repost(ctx, first+int64(u), targets[u], true)
+			}
+			p, err := env.Service.Publish(ctx, first+int64(u), benchPost(round*opt.Users+u))
+			if err == nil {
+				made[u] = p.ID
+			}
 			return err
 		})
-		bar.finish()
 		if err != nil {
-			return nil, fmt.Errorf("repost: %w", err)
+			bar.finish()
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		for u, id := range made {
+			if id != 0 {
+				posts, authors = append(posts, id), append(authors, first+int64(u))
+			}
 		}
 	}
+	bar.finish()
 	// Wait until the fan-out has filled every inbox: each user's inbox gets
 	// their own posts and those of the users they follow.
 	want := int64(opt.Users) * int64(opt.Posts) * int64(opt.Follows+1)
