@@ -148,9 +148,11 @@ type RepostEntry struct {
 	// AuthorFollowed: the viewer is the post's author or follows them, so
 	// the post's own entry places it.
 	AuthorFollowed bool
-	// AuthorExcluded: the viewer mutes the post's author, or either blocks
-	// the other.
-	AuthorExcluded bool
+	// Author is the viewer's relation to the post's author (a mute, a
+	// block either way), which decides whether the post is shown in a
+	// feed at all (as a post's own entry is not, by a muted or blocked
+	// author).
+	Author Relation
 }
 
 // Sharers is who reposted one post among the people a viewer is shown
@@ -171,8 +173,12 @@ type Sharers struct {
 // repost nor an undo ever moves a post to an older entry (repost.go's
 // rule).
 func (r *RepostEntry) Places(sh *Sharers) bool {
-	return r.Post != nil && !r.AuthorFollowed && !r.AuthorExcluded && sh != nil && sh.First.ID == r.ID
+	return r.Post != nil && !r.AuthorFollowed && !r.Author.excludes() && sh != nil && sh.First.ID == r.ID
 }
+
+// excludes reports whether relation r to a post's author keeps the post
+// out of a viewer's feeds: a mute of the author, or a block either way.
+func (r Relation) excludes() bool { return r.Muted || r.Blocked || r.BlocksViewer }
 
 func (s *Service) repostStore() (RepostStore, error) {
 	if s.Reposts == nil {
@@ -296,7 +302,7 @@ func (s *Service) feedReposts(ctx context.Context, viewerID int64, entryIDs, pos
 	var single []*RepostEntry
 	for _, r := range entries {
 		switch {
-		case r.Post == nil || r.AuthorFollowed || r.AuthorExcluded:
+		case r.Post == nil || r.AuthorFollowed || r.Author.excludes():
 		case r.Post.Reposts == 1:
 			single = append(single, r)
 		default:

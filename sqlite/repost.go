@@ -190,9 +190,9 @@ const repostEntriesQuery = `SELECT r.id, r.user_id, r.post_id, r.created_at, ru.
 	r.user_id = ?1 OR (EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ?1 AND f.followee_id = r.user_id AND f.show_reposts <> 0)
 		AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = r.user_id)),
 	coalesce(p.user_id = ?1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ?1 AND f.followee_id = p.user_id), 0),
-	EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = p.user_id)
-		OR EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?1 AND b.blocked_id = p.user_id)
-		OR EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?1)
+	EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = p.user_id),
+	EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = ?1 AND b.blocked_id = p.user_id),
+	EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = ?1)
 	FROM reposts r LEFT JOIN users ru ON ru.id = r.user_id LEFT JOIN posts p ON p.id = r.post_id LEFT JOIN users u ON u.id = p.user_id
 	WHERE r.id IN (SELECT value FROM json_each(?2))`
 
@@ -216,7 +216,7 @@ func (db *DB) RepostEntries(ctx context.Context, viewerID int64, ids []int64) (m
 		if err := rows.Scan(&e.ID, &e.UserID, &e.PostID, &created, &hasReposter, &ru.NickName, &ru.Icon,
 			&exists, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &pCreated, &pUpdated,
 			&p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes, &hasAuthor, &a.NickName, &a.Icon, &liked,
-			&e.ReposterShown, &e.AuthorFollowed, &e.AuthorExcluded); err != nil {
+			&e.ReposterShown, &e.AuthorFollowed, &e.Author.Muted, &e.Author.Blocked, &e.Author.BlocksViewer); err != nil {
 			return nil, err
 		}
 		e.CreatedAt = time.UnixMilli(created)
