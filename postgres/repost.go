@@ -216,29 +216,26 @@ func (db *DB) RepostEntries(ctx context.Context, viewerID int64, ids []int64) (m
 // sharersQuery reads, for the posts among $2, the reposts the viewer $1
 // is shown (its own, and those of the users it follows with show_reposts
 // on and does not mute), with their reposters' names. Per post (LATERAL,
-// each branch under a one-time filter of the post's reposts count) it
-// reads the post's reposts, each checked against the viewer's follows,
-// or, for a post with more than $3 reposts, the viewer's follows, each
-// probed for a repost of the post (reposts' unique (user_id, post_id)).
-const sharersQuery = `SELECT s.post_id, s.id, s.user_id, s.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
-	FROM (SELECT id, reposts FROM posts WHERE id = ANY($2)) ps
+// each branch under a one-time filter of the post's reposts count against
+// the viewer's follows count) it reads the smaller side: the post's
+// reposts, each checked against the viewer's follows; or the viewer's
+// follows, each probed for a repost of the post (reposts' unique
+// (user_id, post_id)).
+const sharersQuery = `WITH k AS (SELECT coalesce((SELECT followee FROM users WHERE id = $1), 0) + 1 AS n)
+	SELECT s.post_id, s.id, s.user_id, s.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
+	FROM k CROSS JOIN (SELECT id, reposts FROM posts WHERE id = ANY($2)) ps
 	CROSS JOIN LATERAL (
 		SELECT x.id, x.user_id, x.post_id, x.created_at FROM reposts x
-		WHERE ps.reposts <= $3 AND x.post_id = ps.id
+		WHERE ps.reposts <= k.n AND x.post_id = ps.id
 			AND (x.user_id = $1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 AND f.followee_id = x.user_id AND f.show_reposts))
 			AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = x.user_id)
 		UNION ALL
 		SELECT x.id, x.user_id, x.post_id, x.created_at
 		FROM (SELECT followee_id AS u FROM follows WHERE follower_id = $1 AND show_reposts UNION ALL SELECT $1) fu
 			JOIN reposts x ON x.user_id = fu.u AND x.post_id = ps.id
-		WHERE ps.reposts > $3
+		WHERE ps.reposts > k.n
 			AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = x.user_id)) s
 	LEFT JOIN users u ON u.id = s.user_id`
-
-// sharersScan is the most reposts of a post sharersQuery reads one by
-// one; a post with more is probed once per follow of the viewer instead: a
-// post that popular mostly has more reposts than a reader has follows.
-const sharersScan = 64
 
 // Sharers implements feed.RepostStore with sharersQuery.
 func (db *DB) Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map[int64]*feed.Sharers, error) {
@@ -246,7 +243,7 @@ func (db *DB) Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map
 	if len(postIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Pool.Query(ctx, sharersQuery, viewerID, postIDs, sharersScan)
+	rows, err := db.Pool.Query(ctx, sharersQuery, viewerID, postIDs)
 	if err != nil {
 		return nil, err
 	}

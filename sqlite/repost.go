@@ -241,28 +241,24 @@ func (db *DB) RepostEntries(ctx context.Context, viewerID int64, ids []int64) (m
 // sharersQuery reads, for the posts among ?2 (a JSON array), the reposts
 // the viewer ?1 is shown (its own, and those of the users it follows with
 // show_reposts on and does not mute), with their reposters' names. Per
-// post (the CROSS JOIN keeps the post the outer loop, and its reposts
-// count decides before either inner loop runs) it reads the post's
-// reposts, each checked against the viewer's follows, or, for a post with
-// more than sharersScan reposts, the viewer's follows (read once, when a
-// post first needs them), each probed for a repost of the post (reposts'
-// unique (user_id, post_id)).
-const sharersQuery = `SELECT x.post_id, x.id, x.user_id, x.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
-	FROM posts ps CROSS JOIN reposts x LEFT JOIN users u ON u.id = x.user_id
-	WHERE ps.id IN (SELECT value FROM json_each(?2)) AND ps.reposts <= ?3 AND x.post_id = ps.id
+// post it reads the smaller side (the CROSS JOINs keep the post the outer
+// loop, and the post's reposts count against the viewer's follows count
+// decides before either inner loop runs): the post's reposts, each
+// checked against the viewer's follows; or the viewer's follows (read
+// once, when a post first needs them), each probed for a repost of the
+// post (reposts' unique (user_id, post_id)).
+const sharersQuery = `WITH k AS (SELECT coalesce((SELECT followee FROM users WHERE id = ?1), 0) + 1 AS n)
+	SELECT x.post_id, x.id, x.user_id, x.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
+	FROM k CROSS JOIN posts ps CROSS JOIN reposts x LEFT JOIN users u ON u.id = x.user_id
+	WHERE ps.id IN (SELECT value FROM json_each(?2)) AND ps.reposts <= k.n AND x.post_id = ps.id
 		AND (x.user_id = ?1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ?1 AND f.followee_id = x.user_id AND f.show_reposts <> 0))
 		AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = x.user_id)
 	UNION ALL
 	SELECT x.post_id, x.id, x.user_id, x.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
-	FROM posts ps CROSS JOIN reposts x LEFT JOIN users u ON u.id = x.user_id
-	WHERE ps.id IN (SELECT value FROM json_each(?2)) AND ps.reposts > ?3 AND x.post_id = ps.id
+	FROM k CROSS JOIN posts ps CROSS JOIN reposts x LEFT JOIN users u ON u.id = x.user_id
+	WHERE ps.id IN (SELECT value FROM json_each(?2)) AND ps.reposts > k.n AND x.post_id = ps.id
 		AND x.user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 AND show_reposts <> 0 UNION ALL SELECT ?1)
 		AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = ?1 AND m.muted_id = x.user_id)`
-
-// sharersScan is the most reposts of a post sharersQuery reads one by
-// one; a post with more is probed once per follow of the viewer instead: a
-// post that popular mostly has more reposts than a reader has follows.
-const sharersScan = 64
 
 // Sharers implements feed.RepostStore with sharersQuery.
 func (db *DB) Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map[int64]*feed.Sharers, error) {
@@ -270,7 +266,7 @@ func (db *DB) Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map
 	if len(postIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.read(ctx, sharersQuery, viewerID, idList(postIDs), sharersScan)
+	rows, err := db.read(ctx, sharersQuery, viewerID, idList(postIDs))
 	if err != nil {
 		return nil, err
 	}
