@@ -320,12 +320,20 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions, tag string, r
 	bar = newProgress(env.Progress, "publish posts", total)
 	var published atomic.Int64
 	var posts, authors []int64 // the posts of the rounds before, and their authors
+	// reposted: user -> the posts they reposted.
+	reposted := make([]map[int64]bool, opt.Users)
 	for round := range opt.Posts {
 		targets := make([]int64, opt.Users)
 		for u := range targets {
+			// Never a post u reposted already: a repost again is a no-op,
+			// and the inboxes would never hold the entries waited for.
 			for reposting[u][round] && targets[u] == 0 {
-				if i := rng.IntN(len(posts)); authors[i] != first+int64(u) {
+				if i := rng.IntN(len(posts)); authors[i] != first+int64(u) && !reposted[u][posts[i]] {
 					targets[u] = posts[i]
+					if reposted[u] == nil {
+						reposted[u] = map[int64]bool{}
+					}
+					reposted[u][posts[i]] = true
 				}
 			}
 		}
