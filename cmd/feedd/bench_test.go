@@ -124,7 +124,7 @@ func TestBenchReadEmbedded(t *testing.T) {
 // are that share reposts is read in the same runs, and its CPU a page is
 // set against the plain graph's.
 func TestBenchReadReposts(t *testing.T) {
-	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "10", "--repost-share", "0.3", "--concurrency", "4", "--duration", "300ms")
+	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "10", "--repost-share", "0.3", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, append(slices.Clone(readFields), "feedd_reposts_rps", "feedd_reposts_p99_ms", "feedd_reposts_cpu_us_per_page", "reposts_over_none_cpu")...)
 }
 
