@@ -124,7 +124,7 @@ func (s *Service) StreamCatchUp(ctx context.Context, userID int64, c Cursor, max
 			return nil, err
 		}
 		for _, v := range page.List {
-			if !v.Entry().Before(c) {
+			if !v.FeedEntry.Before(c) {
 				slices.Reverse(views)
 				return views, nil
 			}

@@ -16,6 +16,16 @@ type PostView struct {
 	Author *User // nil when the author no longer exists
 	IsLike bool
 	Rank   *rank.Rank // the post's rank in a ranked timeline; nil elsewhere
+	// FeedEntry is the timeline entry the view stands for in a feed page:
+	// the post's own, or the repost's that places it (repost.go); zero
+	// outside feed pages.
+	FeedEntry Entry
+	// RepostedBy: who of the people the viewer is shown reposts of
+	// reposted the post (nil: none); Reposted: the viewer did.
+	RepostedBy *RepostedBy
+	Reposted   bool
+	// Quote is the post a quote embeds (nil: the post is no quote).
+	Quote *Quoted
 }
 
 // FeedViewer is implemented by stores that hydrate a feed page in one round
@@ -30,23 +40,38 @@ type FeedViewer interface {
 // hydrateEntries loads the posts of entries in entry order, dropping deleted
 // ones, those of authors who do not belong in the viewer's feed (muted,
 // unfollowed, blocked: their entries may still sit in the inbox until a job
-// removes them) and those the content filters hide (filterViews), and
-// hydrates them: one store call when the store is a
-// FeedViewer, four otherwise, plus one for the filters, whatever the page size.
+// removes them), the repost entries that do not place their post
+// (placeReposts) and those the content filters hide (filterViews), and
+// hydrates them: one store call when the store is a FeedViewer, four
+// otherwise, plus one for the filters, one for reposts when the page has
+// any, and embedQuotes' for quotes, whatever the page size.
 func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []Entry) ([]PostView, error) {
 	ids := postIDs(entries)
+	views, err := s.entryViews(ctx, viewerID, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.placeReposts(ctx, viewerID, ids, views); err != nil {
+		return nil, err
+	}
+	out := make([]PostView, 0, len(views))
+	for _, e := range entries {
+		if v := views[e.PostID]; v != nil {
+			v.FeedEntry = e
+			out = append(out, *v)
+		}
+	}
+	if err := s.embedQuotes(ctx, viewerID, out); err != nil {
+		return nil, err
+	}
+	return s.filterViews(ctx, viewerID, out)
+}
+
+// entryViews returns, by id, the posts among ids that exist and whose
+// authors belong in viewerID's feed (SocialStore.Visible), hydrated.
+func (s *Service) entryViews(ctx context.Context, viewerID int64, ids []int64) (map[int64]*PostView, error) {
 	if fv, ok := s.Posts.(FeedViewer); ok {
-		views, err := fv.FeedViews(ctx, viewerID, ids)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]PostView, 0, len(views))
-		for _, id := range ids {
-			if v := views[id]; v != nil {
-				out = append(out, *v)
-			}
-		}
-		return s.filterViews(ctx, viewerID, out)
+		return fv.FeedViews(ctx, viewerID, ids)
 	}
 	m, err := s.Posts.Posts(ctx, ids)
 	if err != nil {
@@ -69,16 +94,38 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 			posts = append(posts, p)
 		}
 	}
-	views, err := s.Hydrate(ctx, viewerID, posts)
+	hv, err := s.hydratePosts(ctx, viewerID, posts)
 	if err != nil {
 		return nil, err
 	}
-	return s.filterViews(ctx, viewerID, views)
+	views := make(map[int64]*PostView, len(hv))
+	for i := range hv {
+		views[hv[i].ID] = &hv[i]
+	}
+	return views, nil
 }
 
 // Hydrate turns posts into views for viewerID (0: anonymous) with a constant
-// number of store calls: one for authors, one for the viewer's likes.
+// number of store calls: one for authors, one for the viewer's likes, one
+// for reposts when a post has any (shareViews), and embedQuotes' for
+// quotes.
 func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
+	views, err := s.hydratePosts(ctx, viewerID, posts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.shareViews(ctx, viewerID, views); err != nil {
+		return nil, err
+	}
+	if err := s.embedQuotes(ctx, viewerID, views); err != nil {
+		return nil, err
+	}
+	return views, nil
+}
+
+// hydratePosts turns posts into views for viewerID (0: anonymous), their
+// authors and the viewer's likes: two store calls.
+func (s *Service) hydratePosts(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
 	if len(posts) == 0 {
 		return []PostView{}, nil
 	}

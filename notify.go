@@ -10,11 +10,11 @@ import (
 // Grouped notifications: what others did to a user's posts and account,
 // one entry per group ("Ana, Bo and 3 others liked your post").
 //
-// A like, a follow, a comment or a moderation decision is recorded by the
-// store in the same transaction as the action itself (NotifySettings says
-// how), as an event of one kind on one target: the post for likes,
-// comments and moderation, the answered comment for replies, the user for
-// follows. Events join the group of their kind and target
+// A like, a follow, a comment, a repost, a quote or a moderation decision
+// is recorded by the store in the same transaction as the action itself
+// (NotifySettings says how), as an event of one kind on one target: the
+// post for likes, comments, reposts and moderation, the quote for quotes,
+// the answered comment for replies, the user for follows. Events join the group of their kind and target
 // that is open; a group closes when its first event is older than
 // NotifySettings.Window, and the next event opens a new one. A group keeps
 // the exact count of its distinct actors (a row per actor, so a like costs
@@ -39,6 +39,8 @@ const (
 	NotifyModeration = "moderation" // your post was hidden or restored
 	NotifyComment    = "comment"    // someone commented on your post
 	NotifyReply      = "reply"      // someone replied to your comment
+	NotifyRepost     = "repost"     // someone reposted your post
+	NotifyQuote      = "quote"      // someone quoted your post (the target is the quote)
 )
 
 // Actions of a moderation group.
@@ -176,7 +178,7 @@ type NotifyGroup struct {
 	ID     int64
 	UserID int64
 	Kind   string
-	PostID int64 // like, comment and moderation groups: the post; 0 for follows
+	PostID int64 // like, comment, repost and moderation groups: the post; quote groups: the quote; 0 for follows
 	// CommentID is a reply group's target: the comment answered (0 for
 	// the other kinds). Hydration sets PostID to its post.
 	CommentID int64

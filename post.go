@@ -35,6 +35,13 @@ type Post struct {
 	// ForeignID is the app's own id of a post published through the
 	// server API ("" for others): unique among posts (serverapi.go).
 	ForeignID string
+	// QuoteOf is the post this one quotes (0: none), QuotePolicy who may
+	// quote this one, Reposts and Quotes how many reposts and quotes it
+	// has (repost.go).
+	QuoteOf     int64
+	QuotePolicy QuotePolicy
+	Reposts     int
+	Quotes      int
 }
 
 // Score is the post's inbox score: its creation time in Unix milliseconds.
@@ -47,7 +54,11 @@ func (p *Post) Entry() Entry { return Entry{PostID: p.ID, Score: p.Score()} }
 // PostStore persists posts and likes.
 type PostStore interface {
 	// CreatePost stores p (setting p.ID) and, in the same transaction,
-	// enqueues its fan-out job: a committed post is always delivered.
+	// enqueues its fan-out job: a committed post is always delivered. A
+	// quote (p.QuoteOf) is refused, in that transaction, as
+	// RepostStore.SetRepost refuses a repost (ENOTFOUND), and by the quoted
+	// post's QuotePolicy (ErrQuotesOff, ErrQuotesFollowing); it moves the
+	// quoted post's Quotes and tells its author (NotifyQuote).
 	CreatePost(ctx context.Context, p *Post) error
 	// CreateForeignPost is CreatePost for a post with a ForeignID: when a
 	// post with that foreign id exists, it stores nothing and makes *p that
@@ -61,7 +72,9 @@ type PostStore interface {
 	// Posts returns the posts that exist among ids, by id.
 	Posts(ctx context.Context, ids []int64) (map[int64]*Post, error)
 	// DeletePost deletes a post of userID, its likes, and enqueues the removal
-	// of its inbox entries in the same transaction. ENOTFOUND if the post does
+	// of its inbox entries in the same transaction; a quote's deletion moves
+	// the quoted post's Quotes. The post's reposts go with it later, by its
+	// removal job (RepostStore.PurgeReposts). ENOTFOUND if the post does
 	// not exist, EFORBIDDEN if userID is not its author.
 	DeletePost(ctx context.Context, id, userID int64) error
 	// PostsOfUser returns userID's posts, newest first.
@@ -87,8 +100,9 @@ type PostStore interface {
 	// LikedBy reports which of postIDs userID likes.
 	LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[int64]bool, error)
 	// FeedEntries computes userID's feed from the source of truth (pull):
-	// the posts of userID and of everyone userID follows, as inbox entries
-	// within b, in feed order, after skipping offset, at most limit. It is
+	// the posts and reposts (Repost.Entry) of userID and of everyone userID
+	// follows, as inbox entries within b, in feed order, after skipping
+	// offset, at most limit. It is
 	// what fan-out would have put in the inbox, and serves rebuilds and
 	// reads while the inbox store is down.
 	FeedEntries(ctx context.Context, userID int64, b Bound, offset, limit int) ([]Entry, error)
@@ -102,6 +116,10 @@ type PostInput struct {
 	ShopID  int64
 	// CommentPolicy is who may comment; the zero value is everyone.
 	CommentPolicy CommentPolicy
+	// QuoteOf makes the post a quote of that post (0: none); QuotePolicy
+	// is who may quote this post, the zero value everyone.
+	QuoteOf     int64
+	QuotePolicy QuotePolicy
 }
 
 // Validate returns EINVALID describing the first problem of in.
@@ -121,6 +139,10 @@ func (in PostInput) Validate() error {
 		return Errorf(EINVALID, "shopId must not be negative")
 	case in.CommentPolicy < CommentsEveryone || in.CommentPolicy > CommentsNobody:
 		return Errorf(EINVALID, "comment_policy must be everyone, following or nobody")
+	case in.QuotePolicy < QuotesEveryone || in.QuotePolicy > QuotesNobody:
+		return Errorf(EINVALID, "quote_policy must be everyone, following or nobody")
+	case in.QuoteOf < 0:
+		return Errorf(EINVALID, "quote_of must be a positive integer")
 	case !utf8.ValidString(in.Title + in.Content + in.Images):
 		return Errorf(EINVALID, "text must be valid UTF-8")
 	}
@@ -207,8 +229,16 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
+	if in.QuoteOf != 0 {
+		// Who may quote is checked in the store's transaction; what the
+		// quoter may see of the post, here (quotable).
+		if err := s.quotable(ctx, userID, in.QuoteOf); err != nil {
+			return nil, err
+		}
+	}
 	now := s.now().Truncate(time.Millisecond)
-	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CommentPolicy: in.CommentPolicy, CreatedAt: now, UpdatedAt: now}
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CommentPolicy: in.CommentPolicy,
+		QuoteOf: in.QuoteOf, QuotePolicy: in.QuotePolicy, CreatedAt: now, UpdatedAt: now}
 	var began time.Time
 	if s.Trace.Enabled() {
 		began = time.Now()

@@ -23,6 +23,10 @@ type RankStore interface {
 	// commented on since `since`, those of userIDs who did (each once).
 	// One round trip, an index range per user.
 	Commenters(ctx context.Context, userIDs, postIDs []int64, since time.Time) (map[int64][]int64, error)
+	// Reposters returns, for each of postIDs that any of userIDs reposted
+	// since `since`, those of userIDs who did. One round trip, an index
+	// probe per user and post.
+	Reposters(ctx context.Context, userIDs, postIDs []int64, since time.Time) (map[int64][]int64, error)
 	// Affinity returns, for each of authorIDs that viewerID liked a post of
 	// since `since` or follows, the Affinity; likes weigh
 	// 2^(-(now-liked_at)/halfLife) (rank.Decay). One round trip.
@@ -156,7 +160,7 @@ func (s *Service) rankViews(ctx context.Context, userID int64, items []rank.Item
 		return nil, err
 	}
 	for i := range views {
-		r := ranks[views[i].ID].View()
+		r := ranks[views[i].FeedEntry.PostID].View() // the item's entry: the post's own, or a repost's
 		views[i].Rank = &r
 	}
 	return views, nil
@@ -183,15 +187,24 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]rank.Item
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	byID, err := s.Ranks.Candidates(ctx, userID, postIDs(entries))
+	entries, posts, err := s.rankEntries(ctx, userID, entries)
+	if err != nil {
+		return nil, err
+	}
+	byID, err := s.Ranks.Candidates(ctx, userID, posts)
 	if err != nil {
 		return nil, err
 	}
 	cands := make([]rank.Candidate, 0, len(byID))
+	candPosts := make([]int64, 0, len(byID))
 	var authors []int64
-	for _, e := range entries {
-		if c, ok := byID[e.PostID]; ok {
+	for i, e := range entries {
+		if c, ok := byID[posts[i]]; ok {
+			// The entry is the candidate (its post's own, or a repost's),
+			// ranked by what its post is.
+			c.PostID, c.Score = e.PostID, e.Score
 			cands = append(cands, c)
+			candPosts = append(candPosts, posts[i])
 			authors = append(authors, c.AuthorID)
 		}
 	}
@@ -200,20 +213,49 @@ func (s *Service) rankCandidates(ctx context.Context, userID int64) ([]rank.Item
 	if err != nil {
 		return nil, err
 	}
-	if err := s.countCommenters(ctx, userID, aff, cands, now.Add(-rs.Window)); err != nil {
+	if err := s.countInteractors(ctx, userID, aff, cands, candPosts, now.Add(-rs.Window)); err != nil {
 		return nil, err
 	}
 	return rank.Order(rs, userID, aff, now, cands), nil
 }
 
-// maxInteractors bounds the people whose comments the ranking looks for.
+// rankEntries returns entries without the repost entries that do not
+// place their post in userID's feed (RepostEntry.Places), so that a post
+// is ranked once, and the post each entry stands for: its own, or the
+// post a repost shows. One store call, none without RepostStore.
+func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry) ([]Entry, []int64, error) {
+	posts := postIDs(entries)
+	if s.Reposts == nil {
+		return entries, posts, nil
+	}
+	reps, sharers, err := s.feedReposts(ctx, userID, posts, nil)
+	if err != nil || len(reps) == 0 {
+		return entries, posts, err
+	}
+	keptE, keptP := entries[:0:0], posts[:0:0]
+	for i, e := range entries {
+		p := posts[i]
+		if r := reps[e.PostID]; r != nil {
+			if !r.Places(sharers[r.PostID]) {
+				continue
+			}
+			p = r.PostID
+		}
+		keptE, keptP = append(keptE, e), append(keptP, p)
+	}
+	return keptE, keptP, nil
+}
+
+// maxInteractors bounds the people whose comments and reposts the ranking
+// looks for.
 const maxInteractors = 100
 
-// countCommenters sets each candidate's Commenters: the people viewerID
-// interacts with (the authors it has affinity to by likes, the strongest
-// maxInteractors) who commented on the post since `since`, neither its
-// author nor the viewer. One store call, none when there is nobody.
-func (s *Service) countCommenters(ctx context.Context, viewerID int64, aff map[int64]rank.Affinity, cands []rank.Candidate, since time.Time) error {
+// countInteractors sets each candidate's Commenters and Reposters: the
+// people viewerID interacts with (the authors it has affinity to by likes,
+// the strongest maxInteractors) who commented on or reposted the post
+// (posts[i] is candidate i's) since `since`, neither its author nor the
+// viewer. Two store calls, none when there is nobody.
+func (s *Service) countInteractors(ctx context.Context, viewerID int64, aff map[int64]rank.Affinity, cands []rank.Candidate, posts []int64, since time.Time) error {
 	var people []int64
 	for id, a := range aff {
 		if a.Likes > 0 && id != viewerID {
@@ -227,18 +269,24 @@ func (s *Service) countCommenters(ctx context.Context, viewerID int64, aff map[i
 		slices.SortFunc(people, func(a, b int64) int { return cmp.Compare(aff[b].Likes, aff[a].Likes) })
 		people = people[:maxInteractors]
 	}
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
-		ids[i] = c.PostID
+	ids := posts
+	commented, err := s.Ranks.Commenters(ctx, people, ids, since)
+	if err != nil {
+		return err
 	}
-	by, err := s.Ranks.Commenters(ctx, people, ids, since)
+	reposted, err := s.Ranks.Reposters(ctx, people, ids, since)
 	if err != nil {
 		return err
 	}
 	for i := range cands {
-		for _, u := range by[cands[i].PostID] {
+		for _, u := range commented[ids[i]] {
 			if u != cands[i].AuthorID {
 				cands[i].Commenters++
+			}
+		}
+		for _, u := range reposted[ids[i]] {
+			if u != cands[i].AuthorID {
+				cands[i].Reposters++
 			}
 		}
 	}

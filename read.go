@@ -60,11 +60,13 @@ type Inbox interface {
 // deliveries.
 func InboxSlack(cap int) int { return cap / 4 }
 
-// Outbox holds each author's own posts, newest first: the pull side of the
-// feed. Posts of authors in pull mode (huge audiences) are not fanned out;
-// readers merge these authors' outboxes into their inbox at read time.
-// Implementations: the posts index in SQL (sqlite.Outbox, postgres.Outbox),
-// a sorted set per author in Redis (redis.Outbox).
+// Outbox holds each author's own entries, newest first: their posts and
+// reposts (Repost.Entry). It is the pull side of the feed: entries of
+// authors in pull mode (huge audiences) are not fanned out; readers merge
+// these authors' outboxes into their inbox at read time; and backfills and
+// unfollows copy and remove a followee's entries from it.
+// Implementations: the posts and reposts indexes in SQL (sqlite.Outbox,
+// postgres.Outbox), a sorted set per author in Redis (redis.Outbox).
 type Outbox interface {
 	// Add records a post of authorID. Idempotent.
 	Add(ctx context.Context, authorID int64, e Entry) error
@@ -402,7 +404,7 @@ func (s *Service) inboxPage(ctx context.Context, userID int64, pulls []int64, b 
 
 // RebuildInbox refills userID's inbox with the newest InboxCap entries that
 // fan-out would have put there, computed from the source of truth: the posts
-// of userID and of the push-mode authors they follow. Deliveries that race
+// and reposts of userID and of the push-mode authors they follow. Deliveries that race
 // it are kept (Restore merges).
 func (s *Service) RebuildInbox(ctx context.Context, userID int64) error {
 	pulls, err := s.Social.PullFollowees(ctx, userID)
@@ -418,13 +420,13 @@ func (s *Service) rebuild(ctx context.Context, userID int64, pulls []int64) erro
 		return err
 	}
 	if len(pulls) > 0 && len(entries) > 0 {
-		posts, err := s.Posts.Posts(ctx, postIDs(entries))
+		authors, err := s.entryAuthors(ctx, entries)
 		if err != nil {
 			return err
 		}
 		entries = slices.DeleteFunc(entries, func(e Entry) bool {
-			p := posts[e.PostID]
-			return p == nil || slices.Contains(pulls, p.UserID)
+			a, ok := authors[e.PostID]
+			return !ok || slices.Contains(pulls, a)
 		})
 	}
 	if err := s.Inbox.Restore(ctx, userID, entries); err != nil {
@@ -441,4 +443,34 @@ func postIDs(entries []Entry) []int64 {
 		ids[i] = e.PostID
 	}
 	return ids
+}
+
+// entryAuthors returns, by entry id, whose entries these are: a post's
+// author, a repost's reposter (the user whose fan-out delivers it). Ids
+// of neither are absent.
+func (s *Service) entryAuthors(ctx context.Context, entries []Entry) (map[int64]int64, error) {
+	ids := postIDs(entries)
+	posts, err := s.Posts.Posts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(ids))
+	var missing []int64
+	for _, id := range ids {
+		if p := posts[id]; p != nil {
+			out[id] = p.UserID
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 && s.Reposts != nil {
+		reps, err := s.Reposts.Reposts(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		for id, r := range reps {
+			out[id] = r.UserID
+		}
+	}
+	return out, nil
 }

@@ -65,6 +65,9 @@ type Service struct {
 	// Push keeps Web Push subscriptions and sends them (push.go); nil:
 	// the push routes answer ENOTFOUND.
 	Push *Push
+	// Reposts serves reposts, quotes and show_reposts (repost.go); nil:
+	// their routes answer ENOTFOUND and feeds show no repost.
+	Reposts RepostStore
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

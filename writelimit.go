@@ -7,7 +7,7 @@ import (
 )
 
 // Per-user limits of writes: how many posts, deletes, follow changes,
-// likes, blocks, mutes, muted words and notification changes one account
+// likes, reposts, blocks, mutes, muted words and notification changes one account
 // makes, and how many live streams it opens, per window. They bound what
 // one account (or a stolen token) can make the rest of the service do:
 // every post, delete and follow change is fan-out work that all users'
@@ -32,6 +32,7 @@ const (
 	WriteNotification                  // notifications marked read or dismissed, markers moved, push subscriptions changed
 	WriteComment                       // a comment or reply added
 	WriteEdit                          // a change to a post (PATCH /v1/posts/{id})
+	WriteRepost                        // a repost made or undone
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
@@ -47,10 +48,12 @@ type WriteLimits struct {
 	Notifications Limit
 	Comments      Limit
 	Edits         Limit
+	Reposts       Limit
 }
 
-// DefaultWriteLimits are the limits the command starts with. A delete
-// costs what a post costs (a fan-out to the author's audience), a block
+// DefaultWriteLimits are the limits the command starts with. A delete,
+// a repost and its undo cost what a post costs (a fan-out to the author's
+// or reposter's audience), a block
 // what a follow change costs (it removes follows both ways); mutes and
 // muted words are one row each, notification changes and changes to a
 // post one statement.
@@ -66,6 +69,7 @@ var DefaultWriteLimits = WriteLimits{
 	Notifications: Limit{120, time.Minute},
 	Comments:      Limit{60, time.Minute},
 	Edits:         Limit{60, time.Minute},
+	Reposts:       Limit{30, time.Minute},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -86,6 +90,7 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
 		WriteComment:      {l.Comments, "comment:user:", "comments"},
 		WriteEdit:         {l.Edits, "edit:user:", "changes to posts"},
+		WriteRepost:       {l.Reposts, "repost:user:", "reposts"},
 	}
 	r := rules[kind]
 	return r.limit, r.key, r.what

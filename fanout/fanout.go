@@ -79,6 +79,10 @@ type Deps struct {
 	// Comments, when set, has the comments of a removed post purged by its
 	// removal job, in transactions of feed.PurgeBatch comments.
 	Comments feed.CommentStore
+	// Reposts, when set, has the reposts of a removed post purged by its
+	// removal job, in transactions of feed.PurgeRepostBatch reposts, each
+	// enqueuing the removal of its entry.
+	Reposts feed.RepostStore
 	// PurgeBudget is how long one run of a removal job purges comments
 	// before it snoozes and comes back (default purgeBudget).
 	PurgeBudget time.Duration
@@ -161,31 +165,41 @@ const purgeBudget = 5 * time.Second
 
 // purgeComments removes the comments of deleted post postID, a batch per
 // transaction (PurgeComments), so that a post with 100,000 comments goes
-// without one huge transaction. It stops after purgeBudget (or half the
-// job's time left) and reports whether none is left: the job then
-// snoozes, which costs no attempt, and starts over where the last batch
-// left off, well within its timeout whatever the post's size and the load.
+// without one huge transaction, and then its reposts (PurgeReposts, each
+// batch enqueuing its entries' removals). It stops after purgeBudget (or
+// half the job's time left) and reports whether none is left: the job
+// then snoozes, which costs no attempt, and starts over where the last
+// batch left off, well within its timeout whatever the post's size and
+// the load.
 func (d *Deps) purgeComments(ctx context.Context, postID int64) (bool, error) {
-	if d.Comments == nil {
-		return true, nil
-	}
 	budget := cmp.Or(max(d.PurgeBudget, 0), purgeBudget)
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)/2)
 	}
 	start := time.Now()
-	for {
-		n, err := d.Comments.PurgeComments(ctx, postID, feed.PurgeBatch)
-		if err != nil {
-			return false, err
-		}
-		if n < feed.PurgeBatch {
-			return true, nil
-		}
-		if time.Since(start) > budget {
-			return false, nil
+	purge := func(batch int, f func(ctx context.Context, postID int64, limit int) (int, error)) (bool, error) {
+		for {
+			n, err := f(ctx, postID, batch)
+			if err != nil {
+				return false, err
+			}
+			if n < batch {
+				return true, nil
+			}
+			if time.Since(start) > budget {
+				return false, nil
+			}
 		}
 	}
+	if d.Comments != nil {
+		if done, err := purge(feed.PurgeBatch, d.Comments.PurgeComments); !done || err != nil {
+			return done, err
+		}
+	}
+	if d.Reposts != nil {
+		return purge(feed.PurgeRepostBatch, d.Reposts.PurgeReposts)
+	}
+	return true, nil
 }
 
 type postWorker[TTx any] struct {
@@ -217,8 +231,8 @@ func (w *postWorker[TTx]) work(ctx context.Context, job *river.Job[PostArgs]) er
 	d := w.deps
 	e := feed.Entry{PostID: a.PostID, Score: a.Score}
 	if a.Op == OpRemove {
-		// The comments first: a job snoozed for more of them removes the
-		// post from the inboxes once, at the end.
+		// The comments and reposts first: a job snoozed for more of them
+		// removes the post from the inboxes once, at the end.
 		if done, err := d.purgeComments(ctx, a.PostID); err != nil {
 			return err
 		} else if !done {

@@ -109,5 +109,6 @@ func withInbox(s *feed.Service, ib feed.Inbox) *feed.Service {
 		Social: s.Social, Outbox: s.Outbox, ActiveWindow: s.ActiveWindow, PullThreshold: s.PullThreshold,
 		Now: s.Now, Rand: s.Rand, PageSize: s.PageSize, InboxCap: s.InboxCap, Log: s.Log,
 		Filters: s.Filters, Ranks: s.Ranks, Snapshots: s.Snapshots, Rank: s.Rank, ReportThreshold: s.ReportThreshold,
+		Reposts: s.Reposts,
 	}
 }

@@ -36,7 +36,7 @@ func newService(b *Backend, clock *atomic.Int64) *feed.Service {
 	return &feed.Service{
 		Users: b.Users, Auth: b.Auth, Posts: b.Posts, Follows: b.Follows, Social: b.Social,
 		Inbox: b.Inbox, Outbox: b.Outbox, Codes: noCodes{}, SessionPages: b.SessionPages,
-		Filters: b.Filters, Ranks: b.Ranks, Snapshots: b.Snapshots, Comments: b.Comments,
+		Filters: b.Filters, Ranks: b.Ranks, Snapshots: b.Snapshots, Comments: b.Comments, Reposts: b.Reposts,
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) },
 	}
 }

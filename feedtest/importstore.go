@@ -84,6 +84,21 @@ func TestImportStore(t *testing.T, open func(t *testing.T) *Backend) {
 	}
 	must(t, st.ImportPosts(ctx, []*feed.Post{post(own2.ID, 5, 0, 3)}, commit("tb_blog", own2.ID)), "ImportPosts")
 	wantSkips("a post whose id is taken", feed.ImportSkip{Index: 0, Reason: feed.SkipIDTaken})
+	if b.Reposts != nil {
+		// A repost's id is taken too: an entry's id names a post or a
+		// repost, never both.
+		if _, err := b.Reposts.SetRepost(ctx, own.ID, 50, true, now); err != nil {
+			t.Fatal(err)
+		}
+		var rid int64
+		for _, j := range b.Jobs() {
+			if f, ok := j.(feed.FanoutJob); ok {
+				rid = f.PostID
+			}
+		}
+		must(t, st.ImportPosts(ctx, []*feed.Post{post(rid, 5, 0, 3)}, commit("tb_blog_reposts", rid)), "ImportPosts")
+		wantSkips("a post whose id a repost has", feed.ImportSkip{Index: 0, Reason: feed.SkipIDTaken})
+	}
 	if p, err := b.Posts.Post(ctx, 50); err != nil || p.Liked != 9 || p.ShopID != 7 || p.Images != "/a.jpg" || p.Score() != now.Add(time.Minute).UnixMilli() {
 		t.Fatalf("imported post 50: %+v %v", p, err)
 	}

@@ -28,6 +28,9 @@ type Backend struct {
 	Snapshots feed.SnapshotStore
 	// Comments is the comment store (TestComments).
 	Comments feed.CommentStore
+	// Reposts is the repost store (TestReposts); the feed suites read
+	// through it too.
+	Reposts feed.RepostStore
 	// SessionPages, when not nil, is the store that reads a session and an
 	// inbox page in one round trip (feed.Service.SessionPages); the feed
 	// suites then scroll through it too (ScrollFeedAs).

@@ -223,20 +223,28 @@ func (s *Server) v1PatchPost() http.Handler {
 		id, err := parseID("id", r.PathValue("id"))
 		var in struct {
 			CommentPolicy *string `json:"comment_policy"`
+			QuotePolicy   *string `json:"quote_policy"`
 		}
 		if err == nil {
 			err = v1Decode(r, &in)
 		}
-		if err == nil && in.CommentPolicy == nil {
-			err = feed.Errorf(feed.EINVALID, "nothing to change: send comment_policy")
+		if err == nil && in.CommentPolicy == nil && in.QuotePolicy == nil {
+			err = feed.Errorf(feed.EINVALID, "nothing to change: send comment_policy or quote_policy")
 		}
 		var p feed.CommentPolicy
-		if err == nil {
+		var q feed.QuotePolicy
+		if err == nil && in.CommentPolicy != nil {
 			p, err = feed.ParseCommentPolicy(*in.CommentPolicy)
 		}
+		if err == nil && in.QuotePolicy != nil {
+			q, err = feed.ParseQuotePolicy(*in.QuotePolicy)
+		}
 		var v *feed.PostView
-		if err == nil {
+		if err == nil && in.CommentPolicy != nil {
 			v, err = s.Service.SetCommentPolicy(r.Context(), userID(r), id, p)
+		}
+		if err == nil && in.QuotePolicy != nil {
+			v, err = s.Service.SetQuotePolicy(r.Context(), userID(r), id, q)
 		}
 		if err != nil {
 			s.v1Fail(w, r, err)

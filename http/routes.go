@@ -58,6 +58,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(true))))
 	mux.Handle("DELETE /v1/posts/{id}/like", v1(s.perUser(feed.WriteLike, s.v1SetLike(false))))
 	mux.Handle("GET /v1/posts/{id}/likes", v1(s.v1Likers()))
+	mux.Handle("PUT /v1/posts/{id}/repost", v1(s.perUser(feed.WriteRepost, s.v1Repost(true))))
+	mux.Handle("DELETE /v1/posts/{id}/repost", v1(s.perUser(feed.WriteRepost, s.v1Repost(false))))
 	mux.Handle("PATCH /v1/posts/{id}", v1(s.perUser(feed.WriteEdit, s.v1PatchPost())))
 	mux.Handle("POST /v1/posts/{id}/comments", v1(s.perUser(feed.WriteComment, s.v1AddComment())))
 	mux.Handle("GET /v1/posts/{id}/comments", v1(s.v1PostComments()))

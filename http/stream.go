@@ -433,7 +433,7 @@ func (o *sse) posts(views []feed.PostView) error {
 			o.order = o.order[1:]
 		}
 		if err := o.write(func(b *bytes.Buffer) error {
-			return frame(b, "post", feed.EncodeCursor(v.Entry()), NewV1Post(v))
+			return frame(b, "post", feed.EncodeCursor(v.FeedEntry), NewV1Post(v))
 		}); err != nil {
 			return err
 		}

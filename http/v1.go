@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -119,6 +120,24 @@ func v1Decode(r *http.Request, v any) error {
 		return feed.Errorf(feed.EINVALID, "request body is not valid JSON")
 	}
 	return nil
+}
+
+// v1DecodeOptional is v1Decode of a body the request may leave out (an
+// empty body decodes to nothing).
+func v1DecodeOptional(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody)
+		}
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return v1Decode(r, v)
 }
 
 func v1TypeName(kind string) string {
@@ -280,6 +299,10 @@ type v1PostFields struct {
 	ShopID  *int64   `json:"shop_id"`
 	// CommentPolicy is who may comment; absent or null: everyone.
 	CommentPolicy *string `json:"comment_policy"`
+	// QuoteOf makes the post a quote; QuotePolicy is who may quote it
+	// (absent or null: everyone).
+	QuoteOf     *int64  `json:"quote_of"`
+	QuotePolicy *string `json:"quote_policy"`
 }
 
 // input checks the fields that are not the post's own rules
@@ -318,6 +341,21 @@ func (s *Server) v1Publish() http.Handler {
 		if err != nil {
 			s.v1Fail(w, r, err)
 			return
+		}
+		if in.QuoteOf != nil {
+			if *in.QuoteOf <= 0 {
+				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "quote_of must be a positive integer or null"))
+				return
+			}
+			post.QuoteOf = *in.QuoteOf
+		}
+		if in.QuotePolicy != nil {
+			p, err := feed.ParseQuotePolicy(*in.QuotePolicy)
+			if err != nil {
+				s.v1Fail(w, r, err)
+				return
+			}
+			post.QuotePolicy = p
 		}
 		p, err := s.Service.Publish(r.Context(), userID(r), post)
 		if err != nil {
@@ -374,9 +412,41 @@ func (s *Server) v1SetLike(like bool) http.Handler {
 	})
 }
 
+// v1Follow follows or unfollows; a follow may set show_reposts, whether
+// the caller's timeline shows the user's reposts (docs/API.md, "Reposts
+// and quotes").
 func (s *Server) v1Follow(follow bool) http.Handler {
+	if !follow {
+		return s.v1Action(func(ctx context.Context, userID, id int64) error {
+			return s.Service.Follow(ctx, userID, id, false)
+		})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			ShowReposts *bool `json:"show_reposts"`
+		}
+		id, err := parseID("id", r.PathValue("id"))
+		if err == nil {
+			err = v1DecodeOptional(r, &in)
+		}
+		if err == nil {
+			err = s.Service.Follow(r.Context(), userID(r), id, true)
+		}
+		if err == nil && in.ShowReposts != nil {
+			err = s.Service.SetShowReposts(r.Context(), userID(r), id, *in.ShowReposts)
+		}
+		if err != nil {
+			s.v1Fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// v1Repost reposts or undoes the caller's repost.
+func (s *Server) v1Repost(repost bool) http.Handler {
 	return s.v1Action(func(ctx context.Context, userID, id int64) error {
-		return s.Service.Follow(ctx, userID, id, follow)
+		return s.Service.Repost(ctx, userID, id, repost)
 	})
 }
 

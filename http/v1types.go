@@ -68,6 +68,32 @@ type V1Post struct {
 	// Rank is the post's score and features, in a ranked timeline asked
 	// with explain=true only.
 	Rank *rank.Rank `json:"rank,omitempty"`
+	// Reposts and quotes (docs/API.md, "Reposts and quotes").
+	RepostCount  int           `json:"repost_count"`
+	QuoteCount   int           `json:"quote_count"`
+	RepostedByMe bool          `json:"reposted_by_me"`
+	RepostedBy   *V1RepostedBy `json:"reposted_by"`
+	QuotePolicy  string        `json:"quote_policy"`
+	QuoteOf      *int64        `json:"quote_of"`
+	// Quote is the quoted post, or its tombstone; null when the post is no
+	// quote, and in a post that is itself embedded in a quote.
+	Quote *V1Quote `json:"quote"`
+}
+
+// V1RepostedBy says who of the people the caller follows (or the caller)
+// reposted a post: the first, when, and how many more.
+type V1RepostedBy struct {
+	User   V1User `json:"user"`
+	At     string `json:"at"`
+	Others int    `json:"others"`
+}
+
+// V1Quote is the post a quote embeds: state shown with the post, or
+// deleted or unavailable with a null post (a tombstone).
+type V1Quote struct {
+	ID    int64   `json:"id"`
+	State string  `json:"state"`
+	Post  *V1Post `json:"post"`
 }
 
 // NewV1Post renders a hydrated post.
@@ -77,12 +103,27 @@ func NewV1Post(v feed.PostView) V1Post {
 		Images: splitImages(v.Images), LikeCount: v.Liked, CommentCount: v.Comments, LikedByMe: v.IsLike,
 		CommentPolicy: v.CommentPolicy.String(),
 		CreatedAt:     v.CreatedAt.UTC().Format(timeLayout), UpdatedAt: v.UpdatedAt.UTC().Format(timeLayout),
+		RepostCount: v.Reposts, QuoteCount: v.Quotes, RepostedByMe: v.Reposted, QuotePolicy: v.QuotePolicy.String(),
 	}
 	if v.Author != nil {
 		p.Author = v1User(v.Author)
 	}
 	if v.ShopID > 0 {
 		p.ShopID = &v.ShopID
+	}
+	if v.QuoteOf > 0 {
+		p.QuoteOf = &v.QuoteOf
+	}
+	if r := v.RepostedBy; r != nil && r.User != nil {
+		p.RepostedBy = &V1RepostedBy{User: v1User(r.User), At: r.At.UTC().Format(timeLayout), Others: r.Others}
+	}
+	if q := v.Quote; q != nil {
+		p.Quote = &V1Quote{ID: q.ID, State: q.State}
+		if q.Post != nil {
+			embedded := NewV1Post(*q.Post)
+			embedded.Quote = nil // one level
+			p.Quote.Post = &embedded
+		}
 	}
 	return p
 }

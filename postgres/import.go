@@ -153,7 +153,8 @@ func (db *DB) ImportPosts(ctx context.Context, posts []*feed.Post, commit feed.I
 		cols: []string{"ord", "id", "user_id", "shop_id", "title", "images", "content", "liked", "comments", "created_at", "updated_at"},
 		moveQ: `WITH ins AS (
 				INSERT INTO posts (id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at)
-				SELECT id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at FROM import_posts ORDER BY ord
+				SELECT id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at FROM import_posts i
+				WHERE NOT EXISTS (SELECT 1 FROM reposts r WHERE r.id = i.id) ORDER BY ord
 				ON CONFLICT DO NOTHING RETURNING id
 			)
 			SELECT ord FROM import_posts WHERE id NOT IN (SELECT id FROM ins)`}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
@@ -143,6 +144,34 @@ func TestUpgradeFrom010(t *testing.T) {
 	// and takes writes
 	if err := db.SetMutedWord(ctx, 1, "plot", true, now); err != nil {
 		t.Fatal(err)
+	}
+	// Reposts: the follows show them (show_reposts), the posts count them,
+	// and a repost's id comes after every post's, as the next post's after it.
+	var jobs []feed.Job
+	db.Enqueue = func(_ context.Context, _ pgx.Tx, js ...feed.Job) error { jobs = append(jobs, js...); return nil }
+	if changed, err := db.SetRepost(ctx, 2, 2, true, now); err != nil || !changed || len(jobs) != 1 {
+		t.Fatalf("SetRepost after the upgrade = %v, %v, jobs %v", changed, err, jobs)
+	}
+	rid := jobs[0].(feed.FanoutJob).PostID
+	if rid <= 3 {
+		t.Fatalf("the first repost after the upgrade has id %d, a post's", rid)
+	}
+	entries, err := db.RepostEntries(ctx, 1, []int64{rid, 2})
+	if r := entries[rid]; err != nil || len(entries) != 1 || r == nil || !r.ReposterShown || !r.AuthorFollowed {
+		t.Fatalf("RepostEntries after the upgrade = %+v, %v", entries, err)
+	}
+	if sharers, err := db.Sharers(ctx, 1, []int64{2}); err != nil || sharers[2] == nil || sharers[2].Count != 1 || sharers[2].First.ID != rid {
+		t.Fatalf("Sharers after the upgrade = %+v, %v", sharers, err)
+	}
+	p := &feed.Post{UserID: 1, Title: "t", Content: "c", CreatedAt: now, UpdatedAt: now, QuoteOf: 1}
+	if err := db.CreatePost(ctx, p); err != nil || p.ID <= rid {
+		t.Fatalf("a quote after the first repost (%d): id %d, %v", rid, p.ID, err)
+	}
+	if q, err := db.Post(ctx, 2); err != nil || q.Reposts != 1 || q.Quotes != 0 || q.QuoteOf != 0 || q.QuotePolicy != feed.QuotesEveryone {
+		t.Fatalf("post 2 after the upgrade = %+v, %v", q, err)
+	}
+	if q, err := db.Post(ctx, 1); err != nil || q.Quotes != 1 {
+		t.Fatalf("post 1 after its quote = %+v, %v", q, err)
 	}
 	if err := ib.Deliver(ctx, feed.Entry{PostID: 4, Score: 1800000180000}, []int64{1, 4}); err != nil {
 		t.Fatal(err)

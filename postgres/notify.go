@@ -245,8 +245,8 @@ func (db *DB) notifyDropActor(ctx context.Context, tx pgx.Tx, userID int64, retr
 
 // notifyForgetPost is the hook of DeletePost: the post's groups go with it.
 func (db *DB) notifyForgetPost(ctx context.Context, tx pgx.Tx, authorID, postID int64) error {
-	gids, err := scanIDs(tx.Query(ctx, `DELETE FROM notify_groups WHERE user_id = $1 AND kind IN ($2, $3, $5) AND target_id = $4 RETURNING id`,
-		authorID, feed.NotifyLike, feed.NotifyModeration, postID, feed.NotifyComment))
+	gids, err := scanIDs(tx.Query(ctx, `DELETE FROM notify_groups WHERE user_id = $1 AND kind IN ($2, $3, $5, $6) AND target_id = $4 RETURNING id`,
+		authorID, feed.NotifyLike, feed.NotifyModeration, postID, feed.NotifyComment, feed.NotifyRepost))
 	for _, gid := range gids {
 		db.notice(tx, authorID, gid)
 	}

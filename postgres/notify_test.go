@@ -32,4 +32,5 @@ func TestNotifyMuteRace(t *testing.T) {
 func TestVisibility(t *testing.T) { feedtest.TestVisibility(t, openNotify) }
 func TestMarkers(t *testing.T)    { feedtest.TestMarkers(t, openNotify) }
 
-func TestPush(t *testing.T) { feedtest.TestPush(t, openNotify) }
+func TestPush(t *testing.T)                { feedtest.TestPush(t, openNotify) }
+func TestRepostNotifications(t *testing.T) { feedtest.TestRepostNotifications(t, openNotify) }

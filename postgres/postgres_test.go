@@ -54,7 +54,7 @@ func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []feed.Job) {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db, Reposts: db,
 		Identities: db, APIKeys: db, Accounts: db,
 		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
@@ -459,3 +459,5 @@ func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
 func BenchmarkImportFollows(b *testing.B) {
 	feedtest.BenchImportFollows(b, func(b *testing.B) feed.ImportStore { return open(b) }, 2_000_000, 100_000, 100_000)
 }
+
+func TestReposts(t *testing.T) { feedtest.TestReposts(t, openBackend) }

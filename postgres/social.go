@@ -73,7 +73,12 @@ func (db *DB) SetBlock(ctx context.Context, userID, targetID int64, block bool, 
 		if _, err := tx.Exec(ctx, `DELETE FROM likes WHERE user_id = $1 AND post_id IN (SELECT id FROM posts WHERE user_id = $2)`, targetID, userID); err != nil {
 			return err
 		}
-		var jobs []feed.Job
+		// And so do their reposts of the blocker's posts, each entry's
+		// removal enqueued.
+		jobs, err := db.unrepostAuthor(ctx, tx, targetID, userID)
+		if err != nil {
+			return err
+		}
 		for _, f := range [][2]int64{{userID, targetID}, {targetID, userID}} {
 			tag, err := tx.Exec(ctx, `DELETE FROM follows WHERE follower_id = $1 AND followee_id = $2`, f[0], f[1])
 			if err != nil {

@@ -88,12 +88,14 @@ func (db *DB) Users(ctx context.Context, ids []int64) (map[int64]*feed.User, err
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, '')`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, ''),
+	quote_of, quote_policy, reposts, quotes`
 
 func scanPost(row pgx.Row) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID); err != nil {
+	if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID,
+		&p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -117,11 +119,28 @@ func scanIDs(rows pgx.Rows, err error) ([]int64, error) {
 // CreatePost implements feed.PostStore.
 func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int16(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		var quoted int64 // the quoted post's author
+		if p.QuoteOf != 0 {
+			var err error
+			if quoted, err = quotablePost(ctx, tx, p.QuoteOf, p.UserID); err != nil {
+				return err
+			}
+		}
+		err := tx.QueryRow(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at, quote_of, quote_policy)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int16(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt), p.QuoteOf, int16(p.QuotePolicy)).Scan(&p.ID)
 		if err != nil {
 			return err
+		}
+		if p.QuoteOf != 0 {
+			// The quoted post's row before the notification group's, as
+			// likes do (likeNotified).
+			if _, err := tx.Exec(ctx, `UPDATE posts SET quotes = quotes + 1 WHERE id = $1`, p.QuoteOf); err != nil {
+				return err
+			}
+			if err := db.notifyAdd(ctx, tx, quoted, feed.NotifyQuote, p.ID, p.UserID, "", p.CreatedAt); err != nil {
+				return err
+			}
 		}
 		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
 	})
@@ -191,8 +210,8 @@ func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, err
 // the row) either finishes before the likes are deleted or finds no post.
 func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var author, created int64
-		err := tx.QueryRow(ctx, `SELECT user_id, created_at FROM posts WHERE id = $1 FOR UPDATE`, id).Scan(&author, &created)
+		var author, created, quoteOf int64
+		err := tx.QueryRow(ctx, `SELECT user_id, created_at, quote_of FROM posts WHERE id = $1 FOR UPDATE`, id).Scan(&author, &created, &quoteOf)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return feed.ErrNotFound("post")
 		} else if err != nil {
@@ -207,6 +226,9 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 			return err
 		}
 		if err := db.notifyForgetPost(ctx, tx, author, id); err != nil {
+			return err
+		}
+		if err := db.unquote(ctx, tx, quoteOf, id); err != nil {
 			return err
 		}
 		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
@@ -347,15 +369,22 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 }
 
 // FeedEntries implements feed.PostStore. Each followed author contributes at
-// most offset+limit of their newest posts (an index range scan each, through
-// LATERAL), so the merge stays bounded however much they posted.
+// most offset+limit of their newest posts and of their newest reposts (an
+// index range scan each, through LATERAL), so the merge stays bounded
+// however much they posted.
 func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
 	return scanEntries(db.Pool.Query(ctx, `SELECT p.created_at, p.id
 		FROM (SELECT followee_id AS author FROM follows WHERE follower_id = $1 UNION ALL SELECT $1) a
 		CROSS JOIN LATERAL (SELECT created_at, id FROM posts WHERE user_id = a.author
 			AND created_at <= $2 AND (created_at < $2 OR $5::bigint = 0 OR id < $5)
 			ORDER BY created_at DESC, id DESC LIMIT $3::bigint + $4::bigint) p
-		ORDER BY p.created_at DESC, p.id DESC LIMIT $3 OFFSET $4`, userID, b.Max, limit, offset, b.BeforeID))
+		UNION ALL
+		SELECT r.created_at, r.id
+		FROM (SELECT followee_id AS author FROM follows WHERE follower_id = $1 UNION ALL SELECT $1) a
+		CROSS JOIN LATERAL (SELECT created_at, id FROM reposts WHERE user_id = a.author
+			AND created_at <= $2 AND (created_at < $2 OR $5::bigint = 0 OR id < $5)
+			ORDER BY created_at DESC, id DESC LIMIT $3::bigint + $4::bigint) r
+		ORDER BY 1 DESC, 2 DESC LIMIT $3 OFFSET $4`, userID, b.Max, limit, offset, b.BeforeID))
 }
 
 // ---- follows

@@ -21,7 +21,7 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 		return out, nil
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT p.id, p.user_id, p.shop_id, p.title, p.images, p.content, p.liked, p.comments, p.comment_policy,
-		p.created_at, p.updated_at, u.nick_name, u.icon,
+		p.created_at, p.updated_at, p.quote_of, p.quote_policy, p.reposts, p.quotes, u.nick_name, u.icon,
 		EXISTS (SELECT 1 FROM likes l WHERE l.user_id = $1 AND l.post_id = p.id)
 		FROM posts p JOIN users u ON u.id = p.user_id
 		WHERE p.id = ANY($2)
@@ -36,7 +36,7 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 		var created, updated int64
 		var liked bool
 		if err := row.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy,
-			&created, &updated, &a.NickName, &a.Icon, &liked); err != nil {
+			&created, &updated, &p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes, &a.NickName, &a.Icon, &liked); err != nil {
 			return nil, err
 		}
 		p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)

@@ -9,7 +9,7 @@ import (
 
 // Features names the model's features (Settings), in the order of
 // Item.Features.
-var Features = [...]string{"recency", "affinity", "follow_age", "engagement", "liked", "comments"}
+var Features = [...]string{"recency", "affinity", "follow_age", "engagement", "liked", "comments", "reposts"}
 
 // Candidate is what the model reads of a candidate post.
 type Candidate struct {
@@ -21,6 +21,9 @@ type Candidate struct {
 	// Commenters is how many people the viewer interacts with commented
 	// on the post (feed.RankStore.Commenters), its author left out.
 	Commenters int
+	// Reposters is how many people the viewer interacts with reposted the
+	// post (feed.RankStore.Reposters), its author left out.
+	Reposters int
 }
 
 // Affinity is what a viewer's history says about one author.
@@ -87,6 +90,7 @@ func (rs Settings) score(c Candidate, viewerID int64, a Affinity, now time.Time)
 		likes / (likes + rs.EngagementPrior),
 		0,
 		float64(c.Commenters) / (float64(c.Commenters) + rs.CommentPrior),
+		float64(c.Reposters) / (float64(c.Reposters) + rs.RepostPrior),
 	}}
 	if !a.FollowedAt.IsZero() && c.AuthorID != viewerID {
 		it.Features[2] = 1 - Decay(now.Sub(a.FollowedAt), rs.FollowHalfLife)
@@ -95,7 +99,7 @@ func (rs Settings) score(c Candidate, viewerID int64, a Affinity, now time.Time)
 		it.Features[4] = 1
 	}
 	f := &it.Features
-	it.RankScore = rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4] + rs.WComments*f[5]
+	it.RankScore = rs.WRecency*f[0] + rs.WAffinity*f[1] + rs.WFollowAge*f[2] + rs.WEngagement*f[3] - rs.WLiked*f[4] + rs.WComments*f[5] + rs.WReposts*f[6]
 	return it
 }
 

@@ -27,6 +27,7 @@ func newRankWorld(r *rand.Rand, n int) rankWorld {
 		rs.WRecency, rs.WAffinity, rs.WFollowAge = r.Float64()*3, r.Float64()*3, r.Float64()
 		rs.WEngagement, rs.WLiked = r.Float64()*2, r.Float64()*3
 		rs.CommentPrior, rs.WComments = 0.5+r.Float64()*3, r.Float64()*2
+		rs.RepostPrior, rs.WReposts = 0.5+r.Float64()*3, r.Float64()*2
 	}
 	// A time of day with nanoseconds: the model's ages are exact to the
 	// nanosecond, not to the millisecond of the scores.
@@ -37,7 +38,7 @@ func newRankWorld(r *rand.Rand, n int) rankWorld {
 		score -= int64(r.IntN(3)) * int64(r.IntN(3_600_000)) // equal scores too
 		author := int64(1 + r.IntN(30))
 		w.cands = append(w.cands, Candidate{PostID: int64(10_000 - i), AuthorID: author, Score: score,
-			Likes: r.IntN(3) * r.IntN(40), LikedByViewer: r.IntN(8) == 0, Commenters: r.IntN(2) * r.IntN(5)})
+			Likes: r.IntN(3) * r.IntN(40), LikedByViewer: r.IntN(8) == 0, Commenters: r.IntN(2) * r.IntN(5), Reposters: r.IntN(2) * r.IntN(4)})
 		if _, ok := w.aff[author]; !ok && r.IntN(3) > 0 {
 			var a Affinity
 			if r.IntN(2) == 0 {
@@ -94,6 +95,7 @@ func TestRankModel(t *testing.T) {
 				float64(c.Likes+1) / (float64(c.Likes+1) + rs.EngagementPrior),
 				0,
 				float64(c.Commenters) / (float64(c.Commenters) + rs.CommentPrior),
+				float64(c.Reposters) / (float64(c.Reposters) + rs.RepostPrior),
 			}
 			if !a.FollowedAt.IsZero() && c.AuthorID != w.viewer {
 				want[2] = 1 - exp2(w.now.Sub(a.FollowedAt), rs.FollowHalfLife)
@@ -101,7 +103,7 @@ func TestRankModel(t *testing.T) {
 			if c.LikedByViewer {
 				want[4] = 1
 			}
-			score := rs.WRecency*want[0] + rs.WAffinity*want[1] + rs.WFollowAge*want[2] + rs.WEngagement*want[3] - rs.WLiked*want[4] + rs.WComments*want[5]
+			score := rs.WRecency*want[0] + rs.WAffinity*want[1] + rs.WFollowAge*want[2] + rs.WEngagement*want[3] - rs.WLiked*want[4] + rs.WComments*want[5] + rs.WReposts*want[6]
 			if it.Score != c.Score || math.Abs(it.RankScore-score) > 1e-12 {
 				t.Fatalf("seed %d: item %+v of candidate %+v: score %v, want %v", seed, it, c, it.RankScore, score)
 			}
@@ -149,6 +151,8 @@ func TestSettingsValidate(t *testing.T) {
 		"prior":           func(rs *Settings) { rs.EngagementPrior = 0 },
 		"comment prior":   func(rs *Settings) { rs.CommentPrior = 0 },
 		"comment weight":  func(rs *Settings) { rs.WComments = -0.5 },
+		"repost prior":    func(rs *Settings) { rs.RepostPrior = 0 },
+		"repost weight":   func(rs *Settings) { rs.WReposts = -0.5 },
 		"infinite prior":  func(rs *Settings) { rs.AffinityPrior = math.Inf(1) },
 		"negative weight": func(rs *Settings) { rs.WLiked = -1 },
 		"infinite weight": func(rs *Settings) { rs.WRecency = math.Inf(1) },

@@ -15,7 +15,7 @@ import (
 // Settings are the knobs of the model. Every field is a setting of the
 // command (cmd/feedd/rankflags.go) with the default of Default.
 //
-// The model is a weighted sum of six features, each in [0, 1]:
+// The model is a weighted sum of seven features, each in [0, 1]:
 //
 //	recency     2^(-age/RecencyHalfLife): how fresh the post is
 //	affinity    n/(n+AffinityPrior), n = the viewer's likes of the author's
@@ -30,10 +30,13 @@ import (
 //	            with (whose posts the viewer liked in the last
 //	            AffinityWindow) who commented on the post in the last
 //	            Window, its author left out: what they talk about
+//	reposts     n/(n+RepostPrior), n = the people the viewer interacts
+//	            with (as for comments) who reposted the post in the last
+//	            Window, its author left out: what they pass on
 //
 // score = WRecency·recency + WAffinity·affinity + WFollowAge·follow_age +
-// WEngagement·engagement − WLiked·liked + WComments·comments. Ties keep
-// feed order.
+// WEngagement·engagement − WLiked·liked + WComments·comments +
+// WReposts·reposts. Ties keep feed order.
 type Settings struct {
 	Window           time.Duration // candidates: timeline entries at most this old
 	Candidates       int           // at most this many entries are ranked
@@ -45,12 +48,14 @@ type Settings struct {
 	FollowHalfLife   time.Duration
 	EngagementPrior  float64
 	CommentPrior     float64
+	RepostPrior      float64
 	WRecency         float64
 	WAffinity        float64
 	WFollowAge       float64
 	WEngagement      float64
 	WLiked           float64
 	WComments        float64
+	WReposts         float64
 }
 
 // Default returns the documented defaults of the model.
@@ -66,12 +71,14 @@ func Default() Settings {
 		FollowHalfLife:   30 * 24 * time.Hour,
 		EngagementPrior:  10,
 		CommentPrior:     1,
+		RepostPrior:      1,
 		WRecency:         1,
 		WAffinity:        2,
 		WFollowAge:       0.2,
 		WEngagement:      0.5,
 		WLiked:           1.5,
 		WComments:        0.5,
+		WReposts:         0.5,
 	}
 }
 
@@ -92,12 +99,12 @@ func (rs Settings) Validate() error {
 		return errors.New("rank half-lives must be positive")
 	case rs.AffinityWindow <= 0:
 		return errors.New("rank affinity window must be positive")
-	case rs.AffinityPrior <= 0 || rs.EngagementPrior <= 0 || rs.CommentPrior <= 0:
+	case rs.AffinityPrior <= 0 || rs.EngagementPrior <= 0 || rs.CommentPrior <= 0 || rs.RepostPrior <= 0:
 		return errors.New("rank priors must be positive")
-	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0 || rs.WComments < 0:
+	case rs.WRecency < 0 || rs.WAffinity < 0 || rs.WFollowAge < 0 || rs.WEngagement < 0 || rs.WLiked < 0 || rs.WComments < 0 || rs.WReposts < 0:
 		return errors.New("rank weights must not be negative")
 	}
-	for _, x := range []float64{rs.AffinityPrior, rs.EngagementPrior, rs.CommentPrior, rs.WRecency, rs.WAffinity, rs.WFollowAge, rs.WEngagement, rs.WLiked, rs.WComments} {
+	for _, x := range []float64{rs.AffinityPrior, rs.EngagementPrior, rs.CommentPrior, rs.RepostPrior, rs.WRecency, rs.WAffinity, rs.WFollowAge, rs.WEngagement, rs.WLiked, rs.WComments, rs.WReposts} {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return errors.New("rank priors and weights must be finite numbers")
 		}

@@ -72,9 +72,10 @@ func SnapshotSlice(body []byte, offset, limit int) ([]Item, bool, error) {
 
 func decodeItem(line string) (Item, error) {
 	parts := strings.Split(line, ",")
-	// A snapshot saved before the comments feature has one field fewer:
-	// it reads as 0 until such snapshots expire.
-	if len(parts) != 3+len(Features) && len(parts) != 2+len(Features) {
+	// A snapshot saved before the reposts feature has one field fewer, and
+	// before the comments feature two: they read as 0 until such
+	// snapshots expire.
+	if len(parts) > 3+len(Features) || len(parts) < 1+len(Features) {
 		return Item{}, fmt.Errorf("decode snapshot: %d fields in %q", len(parts), line)
 	}
 	var it Item

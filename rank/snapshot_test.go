@@ -46,16 +46,22 @@ func TestCursor(t *testing.T) {
 	}
 }
 
-// TestSnapshotBeforeComments: a snapshot saved before the comments feature
-// (one field fewer a line) still reads, that feature 0.
+// TestSnapshotBeforeComments: a snapshot saved before the comments and
+// reposts features (two fields fewer a line), or before the reposts
+// feature (one fewer), still reads, those features 0.
 func TestSnapshotBeforeComments(t *testing.T) {
-	items, more, err := SnapshotSlice([]byte("7,1000,2.5,0.1,0.2,0.3,0.4,1\n"), 0, 10)
-	if err != nil || more || len(items) != 1 {
-		t.Fatalf("SnapshotSlice = %v, %v, %v", items, more, err)
-	}
-	want := Item{PostID: 7, Score: 1000, RankScore: 2.5, Features: [len(Features)]float64{0.1, 0.2, 0.3, 0.4, 1, 0}}
-	if items[0] != want {
-		t.Fatalf("item %+v, want %+v", items[0], want)
+	for line, want := range map[string]Item{
+		"7,1000,2.5,0.1,0.2,0.3,0.4,1\n":         {PostID: 7, Score: 1000, RankScore: 2.5, Features: [len(Features)]float64{0.1, 0.2, 0.3, 0.4, 1, 0, 0}},
+		"7,1000,2.5,0.1,0.2,0.3,0.4,1,0.5\n":     {PostID: 7, Score: 1000, RankScore: 2.5, Features: [len(Features)]float64{0.1, 0.2, 0.3, 0.4, 1, 0.5, 0}},
+		"7,1000,2.5,0.1,0.2,0.3,0.4,1,0.5,.25\n": {PostID: 7, Score: 1000, RankScore: 2.5, Features: [len(Features)]float64{0.1, 0.2, 0.3, 0.4, 1, 0.5, 0.25}},
+	} {
+		items, more, err := SnapshotSlice([]byte(line), 0, 10)
+		if err != nil || more || len(items) != 1 {
+			t.Fatalf("SnapshotSlice(%q) = %v, %v, %v", line, items, more, err)
+		}
+		if items[0] != want {
+			t.Fatalf("%q: item %+v, want %+v", line, items[0], want)
+		}
 	}
 	if _, _, err := SnapshotSlice([]byte("7,1000,2.5,0.1\n"), 0, 10); err == nil {
 		t.Fatal("a line short of fields decodes")

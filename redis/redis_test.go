@@ -211,7 +211,7 @@ func openBackendLayout(t *testing.T, open func(t testing.TB) (goredis.UniversalC
 		t.Fatal(err)
 	}
 	return &feedtest.Backend{
-		Users: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db,
+		Users: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Reposts: db,
 		Snapshots:    redis.NewSnapshots(rdb, prefix),
 		Auth:         auth,
 		Inbox:        inbox,
@@ -702,5 +702,19 @@ func TestPackedBodyLost(t *testing.T) {
 func TestFilters(t *testing.T) {
 	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
 		feedtest.TestFilters(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
+	})
+}
+
+// TestReposts and TestPackedReposts run the reposts suite on both inbox
+// layouts, on one node and on a Cluster.
+func TestReposts(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestReposts(t, func(t *testing.T) *feedtest.Backend { return openBackend(t, open) })
+	})
+}
+
+func TestPackedReposts(t *testing.T) {
+	forEachServer(t, func(t *testing.T, open func(t testing.TB) (goredis.UniversalClient, string)) {
+		feedtest.TestReposts(t, func(t *testing.T) *feedtest.Backend { return openBackendLayout(t, open, redis.LayoutPacked) })
 	})
 }

@@ -50,6 +50,14 @@ step_read() {
 	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0 --database-url "$PG" --code-sender log --secret-file "$SECRET"
 	run "$FEEDD" bench read --runs 3 --json --max-reads 0 --max-writes 0 --database-url "$PG" --redis-url "$R" --code-sender log --secret-file "$SECRET"
 }
+step_reposts() {
+	run "$FEEDD" bench fanout --followers 100000 --runs 5 --json
+	run "$FEEDD" bench fanout --followers 100000 --runs 5 --redis-url "$R" --json
+	run "$FEEDD" bench read --posts 10 --repost-share 0.3 --runs 5 --json --max-reads 0 --max-writes 0
+	run "$FEEDD" bench read --posts 10 --repost-share 0.3 --runs 5 --json --max-reads 0 --max-writes 0 --redis-url "$R"
+	run "$FEEDD" bench rank --rank-reposts 3 --json
+	run "$FEEDD" bench rank --rank-reposts 3 --rank-seed 2 --json
+}
 step_publish() {
 	run "$FEEDD" bench publish --followers 1000000 --runs 3 --redis-url "$R" --json
 	run "$FEEDD" bench publish --followers 1000000 --database-url "$PG" --redis-url "$R" --json
@@ -136,7 +144,7 @@ step_recovery() {
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read publish durability stream freshness rank notify push writes comments server import capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read reposts publish durability stream freshness rank notify push writes comments server import capacity mixed recovery soak)
 
 # start_mariadb starts a MariaDB on loopback for the import step (once; as
 # PostgreSQL's user when run as root, as mariadbd refuses root), with a

@@ -123,8 +123,10 @@ func (db *DB) ImportUsers(ctx context.Context, users []*feed.User, commit feed.I
 func (db *DB) ImportPosts(ctx context.Context, posts []*feed.Post, commit feed.ImportCommit) error {
 	return db.importBatch(ctx, len(posts), nil, func(tx *sql.Tx, i int) (string, error) {
 		p := posts[i]
+		// An id a repost has is taken too: an inbox entry's id names one
+		// or the other (repost.go).
 		ok, err := inserted(tx.ExecContext(ctx, `INSERT INTO posts (id, user_id, shop_id, title, images, content, liked, comments, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE NOT EXISTS (SELECT 1 FROM reposts WHERE id = ?1) ON CONFLICT DO NOTHING`,
 			p.ID, p.UserID, p.ShopID, p.Title, p.Images, p.Content, p.Liked, p.Comments, ms(p.CreatedAt), ms(p.UpdatedAt)))
 		if err != nil || ok {
 			return "", err

@@ -240,8 +240,8 @@ func (db *DB) notifyDropActor(ctx context.Context, tx *sql.Tx, userID int64, ret
 
 // notifyForgetPost is the hook of DeletePost: the post's groups go with it.
 func (db *DB) notifyForgetPost(ctx context.Context, tx *sql.Tx, authorID, postID int64) error {
-	gids, err := scanIDs(tx.QueryContext(ctx, `DELETE FROM notify_groups WHERE user_id = ? AND kind IN (?, ?, ?) AND target_id = ? RETURNING id`,
-		authorID, feed.NotifyLike, feed.NotifyModeration, feed.NotifyComment, postID))
+	gids, err := scanIDs(tx.QueryContext(ctx, `DELETE FROM notify_groups WHERE user_id = ? AND kind IN (?, ?, ?, ?) AND target_id = ? RETURNING id`,
+		authorID, feed.NotifyLike, feed.NotifyModeration, feed.NotifyComment, feed.NotifyRepost, postID))
 	for _, gid := range gids {
 		db.notice(tx, authorID, gid)
 	}

@@ -41,7 +41,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 		return nil
 	}
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db, Reposts: db,
 		Identities: db, APIKeys: db, Accounts: db,
 		Inbox:  &sqlite.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &sqlite.Outbox{DB: db},
@@ -167,3 +167,5 @@ func BenchmarkImportFollows(b *testing.B) {
 		})
 	}
 }
+
+func TestReposts(t *testing.T) { feedtest.TestReposts(t, openBackend) }

@@ -180,12 +180,14 @@ func (db *DB) DeleteSession(ctx context.Context, tokenHash string) error {
 
 // ---- posts and likes
 
-const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, '')`
+const postCols = `id, user_id, shop_id, title, images, content, liked, comments, comment_policy, created_at, updated_at, coalesce(foreign_id, ''),
+	quote_of, quote_policy, reposts, quotes`
 
 func scanPost(s scanner) (*feed.Post, error) {
 	var p feed.Post
 	var created, updated int64
-	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID); err != nil {
+	if err := s.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &created, &updated, &p.ForeignID,
+		&p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
@@ -224,11 +226,26 @@ func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, jobs ...feed.Job) error {
 // CreatePost implements feed.PostStore.
 func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt)).Scan(&p.ID)
+		var quoted int64 // the quoted post's author
+		if p.QuoteOf != 0 {
+			var err error
+			if quoted, err = quotablePost(ctx, tx, p.QuoteOf, p.UserID); err != nil {
+				return err
+			}
+		}
+		err := tx.QueryRowContext(ctx, `INSERT INTO posts (user_id, shop_id, title, images, content, comment_policy, created_at, updated_at, quote_of, quote_policy)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			p.UserID, p.ShopID, p.Title, p.Images, p.Content, int(p.CommentPolicy), ms(p.CreatedAt), ms(p.UpdatedAt), p.QuoteOf, int(p.QuotePolicy)).Scan(&p.ID)
 		if err != nil {
 			return err
+		}
+		if p.QuoteOf != 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE posts SET quotes = quotes + 1 WHERE id = ?`, p.QuoteOf); err != nil {
+				return err
+			}
+			if err := db.notifyAdd(ctx, tx, quoted, feed.NotifyQuote, p.ID, p.UserID, "", p.CreatedAt); err != nil {
+				return err
+			}
 		}
 		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
 	})
@@ -293,8 +310,8 @@ func (db *DB) Posts(ctx context.Context, ids []int64) (map[int64]*feed.Post, err
 // DeletePost implements feed.PostStore.
 func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 	return db.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var author, created int64
-		err := tx.QueryRowContext(ctx, `SELECT user_id, created_at FROM posts WHERE id = ?`, id).Scan(&author, &created)
+		var author, created, quoteOf int64
+		err := tx.QueryRowContext(ctx, `SELECT user_id, created_at, quote_of FROM posts WHERE id = ?`, id).Scan(&author, &created, &quoteOf)
 		if errors.Is(err, sql.ErrNoRows) {
 			return feed.ErrNotFound("post")
 		} else if err != nil {
@@ -309,6 +326,9 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 			return err
 		}
 		if err := db.notifyForgetPost(ctx, tx, author, id); err != nil {
+			return err
+		}
+		if err := db.unquote(ctx, tx, quoteOf, id); err != nil {
 			return err
 		}
 		return db.enqueue(ctx, tx, feed.RemoveJob{PostID: id, AuthorID: author, Score: created})
@@ -426,12 +446,18 @@ func (db *DB) LikedBy(ctx context.Context, userID int64, postIDs []int64) (map[i
 	return out, err
 }
 
-// FeedEntries implements feed.PostStore. The posts_user index gives each
-// author's posts newest first; SQLite merges them for the ORDER BY.
+// FeedEntries implements feed.PostStore. The posts_user and reposts_user
+// indexes give each author's posts and reposts newest first; SQLite merges
+// them for the ORDER BY.
 func (db *DB) FeedEntries(ctx context.Context, userID int64, b feed.Bound, offset, limit int) ([]feed.Entry, error) {
-	return scanEntries(db.read(ctx, `SELECT created_at, id FROM posts
-		WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
-		AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5)
+	return scanEntries(db.read(ctx, `SELECT created_at, id FROM (
+		SELECT created_at, id FROM posts
+			WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
+			AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5)
+		UNION ALL
+		SELECT created_at, id FROM reposts
+			WHERE user_id IN (SELECT followee_id FROM follows WHERE follower_id = ?1 UNION ALL SELECT ?1)
+			AND created_at <= ?2 AND (created_at < ?2 OR ?5 = 0 OR id < ?5))
 		ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, userID, b.Max, limit, offset, b.BeforeID))
 }
 

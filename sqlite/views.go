@@ -14,7 +14,7 @@ var _ feed.FeedViewer = (*DB)(nil)
 // viewer follows and does not mute, with the author's name and icon and the
 // viewer's like. Every lookup is by primary key or index.
 const feedViewsQuery = `SELECT p.id, p.user_id, p.shop_id, p.title, p.images, p.content, p.liked, p.comments, p.comment_policy,
-	p.created_at, p.updated_at, u.nick_name, u.icon,
+	p.created_at, p.updated_at, p.quote_of, p.quote_policy, p.reposts, p.quotes, u.nick_name, u.icon,
 	EXISTS (SELECT 1 FROM likes l WHERE l.user_id = ?1 AND l.post_id = p.id)
 	FROM posts p JOIN users u ON u.id = p.user_id
 	WHERE p.id IN (SELECT value FROM json_each(?2))
@@ -38,7 +38,7 @@ func (db *DB) FeedViews(ctx context.Context, viewerID int64, ids []int64) (map[i
 		var created, updated int64
 		var liked bool
 		if err := rows.Scan(&p.ID, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy,
-			&created, &updated, &a.NickName, &a.Icon, &liked); err != nil {
+			&created, &updated, &p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes, &a.NickName, &a.Icon, &liked); err != nil {
 			return nil, err
 		}
 		p.CreatedAt, p.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)

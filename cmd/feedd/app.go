@@ -195,6 +195,7 @@ type stores interface {
 	feed.IdentityStore
 	feed.APIKeyStore
 	feed.AccountStore
+	feed.RepostStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -383,7 +384,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	active := time.Duration(c.activeDays) * 24 * time.Hour
 	deps := &fanout.Deps{
 		Events:  a.events,
-		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox, Comments: st,
+		Follows: st, Inbox: inbox, Users: st, Social: st, Outbox: outbox, Comments: st, Reposts: st,
 		PullThreshold: c.pullAt, Backfill: c.backfill, InboxCap: c.inboxCap, ActiveWindow: active, Now: clock,
 		BatchSize: c.fanoutBatch, SplitSize: c.fanoutSplit, Observe: a.metrics, Trace: a.trace,
 	}
@@ -433,7 +434,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Rates: rates, Limits: c.limits, WriteLimits: c.writeLimits, Secret: secret, Observe: a.metrics, Trace: a.trace,
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
-		Notify: st, Comments: st, Markers: st,
+		Notify: st, Comments: st, Markers: st, Reposts: st,
 		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit, PhoneLoginOff: !c.identity.phoneLogin,
 	}
 	if a.service.Push, err = c.newPush(st); err != nil {

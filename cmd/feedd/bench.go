@@ -62,7 +62,7 @@ measure push fan-out: --pull-threshold is 0 unless given. Their server does
 not shed load (--max-reads, --max-writes and --max-lag are 0 unless given),
 except in mixed, which counts the requests shed. The per-user write limits
 (--post-limit-user, --follow-limit-user, --like-limit-user,
---comment-limit-user) are off unless
+--comment-limit-user, --repost-limit-user) are off unless
 given. 'writes' turns the login limits (--code-limit-*,
 --login-fail-limit-client) off unless given, and
 measures the SQLite durability of --sqlite-synchronous. Results go to stdout
@@ -290,14 +290,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		text = fmt.Sprintf("fan-out of one post to %d followers, inboxes in %s (median of %d runs)\n"+
 			"  seed   %12.0f deliveries/s   (the tutorial's loop: %s)\n"+
 			"  feedd  %12.0f deliveries/s   (publish until the last inbox holds the post: %.3f s)\n"+
+			"  repost %12.0f deliveries/s   (a repost by the same author until the last inbox holds it: %.3f s)\n"+
 			"  limit  %12.0f deliveries/s   (%s)\n"+
-			"  feedd/seed %.1fx, feedd/limit %.2f\n",
-			r.Followers, r.Backend, len(r.Runs), r.SeedPerS, seed, r.FeeddPerS, r.FeeddSeconds, r.LimitPerS, limit,
-			r.FeeddPerS/r.SeedPerS, r.FeeddPerS/r.LimitPerS)
+			"  feedd/seed %.1fx, feedd/limit %.2f, repost/post %.3f\n",
+			r.Followers, r.Backend, len(r.Runs), r.SeedPerS, seed, r.FeeddPerS, r.FeeddSeconds, r.RepostPerS, r.RepostSeconds, r.LimitPerS, limit,
+			r.FeeddPerS/r.SeedPerS, r.FeeddPerS/r.LimitPerS, r.RepostRatio)
 	case "read":
 		r, err := bench.Read(ctx, env, bench.ReadOptions{
 			Users: bf.users, Follows: bf.follows, Posts: bf.posts, Concurrency: bf.concurrency,
-			Duration: bf.duration, Runs: bf.runs, PageSize: c.pageSize, CPUProfile: bf.cpuProfile,
+			Duration: bf.duration, Runs: bf.runs, PageSize: c.pageSize, CPUProfile: bf.cpuProfile, RepostShare: bf.repostShare,
 		})
 		if err != nil {
 			return err

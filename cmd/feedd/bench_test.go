@@ -74,7 +74,7 @@ func wantFields(t *testing.T, out map[string]any, fields ...string) {
 }
 
 var (
-	fanoutFields = []string{"followers", "seed_per_s", "feedd_per_s", "limit_per_s", "feedd_seconds"}
+	fanoutFields = []string{"followers", "seed_per_s", "feedd_per_s", "limit_per_s", "feedd_seconds", "feedd_repost_per_s", "feedd_repost_seconds", "repost_over_post"}
 	readFields   = []string{"feedd_rps", "seed_rps", "feedd_p99_ms", "seed_p99_ms", "feedd_cpu_us_per_page", "seed_cpu_us_per_page"}
 	// readRedisFields are readFields with the Redis server's CPU per page.
 	readRedisFields = append(slices.Clone(readFields), "feedd_redis_cpu_us_per_page", "seed_redis_cpu_us_per_page")
@@ -118,6 +118,14 @@ func TestBenchFanoutPostgres(t *testing.T) {
 func TestBenchReadEmbedded(t *testing.T) {
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, readFields...)
+}
+
+// TestBenchReadReposts: with --repost-share, a second graph whose entries
+// are that share reposts is read in the same runs, and its CPU a page is
+// set against the plain graph's.
+func TestBenchReadReposts(t *testing.T) {
+	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "10", "--repost-share", "0.3", "--concurrency", "4", "--duration", "300ms")
+	wantFields(t, out, append(slices.Clone(readFields), "feedd_reposts_rps", "feedd_reposts_p99_ms", "feedd_reposts_cpu_us_per_page", "reposts_over_none_cpu")...)
 }
 
 // TestBenchReadNoShedding: the read benchmark's default concurrency (64)

@@ -20,6 +20,7 @@ type benchFlags struct {
 	users        int
 	follows      int
 	posts        int
+	repostShare  float64
 	concurrency  int
 	duration     time.Duration
 	publishes    int
@@ -70,6 +71,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.users, "users", 3000, "read, mixed: users of the synthetic graph (mixed: 100 unless given); writes: users set up in each run (10000 unless given); capacity: users simulated (100000 unless given)")
 	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
+	fs.Float64Var(&bf.repostShare, "repost-share", 0, "read: also measure feedd on a second graph of the same shape in which this share of each user's --posts are reposts (0: none)")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
 	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
@@ -152,7 +154,8 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	// writes and mixed, back to back): the per-user write limits would
 	// refuse them, and they are not what is measured.
 	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
-		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments} {
+		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments,
+		"repost-limit-user": &c.writeLimits.Reposts} {
 		if !set[name] {
 			*l = feed.Limit{}
 		}

@@ -104,7 +104,7 @@ func (b *logBuffer) wait(t testing.TB, msg string, attrs map[string]string) map[
 var testServeFlags = []string{
 	"--code-limit-client", "0", "--code-limit-total", "0", "--code-limit-phone", "0", "--login-fail-limit-client", "0",
 	"--code-limit-phone-client", "0",
-	"--post-limit-user", "0", "--follow-limit-user", "0", "--like-limit-user", "0", "--comment-limit-user", "0", "--stream-open-limit-user", "0",
+	"--post-limit-user", "0", "--follow-limit-user", "0", "--like-limit-user", "0", "--comment-limit-user", "0", "--repost-limit-user", "0", "--stream-open-limit-user", "0",
 	"--delete-limit-user", "0", "--block-limit-user", "0", "--mute-limit-user", "0", "--muted-word-limit-user", "0", "--notification-limit-user", "0",
 	"--edit-limit-user", "0",
 	"--code-sender", "log", "--secret", "test-secret-of-feedd",
@@ -114,7 +114,7 @@ var testServeFlags = []string{
 var testServeEnv = []string{
 	"FEED_CODE_LIMIT_CLIENT=0", "FEED_CODE_LIMIT_TOTAL=0", "FEED_CODE_LIMIT_PHONE=0", "FEED_LOGIN_FAIL_LIMIT_CLIENT=0",
 	"FEED_CODE_LIMIT_PHONE_CLIENT=0",
-	"FEED_POST_LIMIT_USER=0", "FEED_FOLLOW_LIMIT_USER=0", "FEED_LIKE_LIMIT_USER=0", "FEED_COMMENT_LIMIT_USER=0", "FEED_STREAM_OPEN_LIMIT_USER=0",
+	"FEED_POST_LIMIT_USER=0", "FEED_FOLLOW_LIMIT_USER=0", "FEED_LIKE_LIMIT_USER=0", "FEED_COMMENT_LIMIT_USER=0", "FEED_REPOST_LIMIT_USER=0", "FEED_STREAM_OPEN_LIMIT_USER=0",
 	"FEED_DELETE_LIMIT_USER=0", "FEED_BLOCK_LIMIT_USER=0", "FEED_MUTE_LIMIT_USER=0", "FEED_MUTED_WORD_LIMIT_USER=0", "FEED_NOTIFICATION_LIMIT_USER=0",
 	"FEED_EDIT_LIMIT_USER=0",
 	"FEED_CODE_SENDER=log", "FEED_SECRET=test-secret-of-feedd",

@@ -21,4 +21,5 @@ func declareRankBenchFlags(fs *flag.FlagSet, o *bench.RankOptions) {
 	fs.Float64Var(&o.POther, "rank-p-other", d.POther, "rank: chance a viewer likes another followee's post")
 	fs.IntVar(&o.Rounds, "rank-rounds", d.Rounds, "rank: pages of each order read per viewer for the latencies")
 	fs.IntVar(&o.Limit, "rank-limit", d.Limit, "rank: page size, the k of NDCG@k")
+	fs.IntVar(&o.Reposts, "rank-reposts", d.Reposts, "rank: second-period posts of others each author reposts; a post a viewer's favourite reposted is relevant too, and the first pages are scored again without the reposts feature")
 }

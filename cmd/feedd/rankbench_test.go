@@ -31,3 +31,18 @@ func TestBenchRankNDCG(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchRankReposts runs `feedd bench rank` with reposts: a post a
+// viewer's favourite reposted is relevant to the viewer too, which only
+// the reposts feature tells; the first pages are scored with it and
+// without it. It checks the figures are there, and that the feature does
+// not make the ranking worse here.
+func TestBenchRankReposts(t *testing.T) {
+	out := runBenchJSON(t, "rank", "--rank-rounds", "1", "--rank-seed", "11", "--rank-viewers", "10", "--rank-authors", "20", "--rank-follows", "10",
+		"--rank-favourites", "2", "--rank-before", "8", "--rank-after", "4", "--rank-reposts", "3")
+	with, without := out["ndcg_ranked"].(float64), out["ndcg_ranked_without_reposts"].(float64)
+	if out["reposts"].(float64) != 60 || with <= 0 || without <= 0 || with < without {
+		t.Fatalf("reposts %v, NDCG@10 with the reposts feature %.3f, without %.3f", out["reposts"], with, without)
+	}
+	t.Logf("NDCG@10 ranked %.3f, without the reposts feature %.3f", with, without)
+}

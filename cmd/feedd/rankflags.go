@@ -38,12 +38,14 @@ func declareRankFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env string
 	dur(&r.FollowHalfLife, "rank-follow-half-life", "FEED_RANK_FOLLOW_HALF_LIFE", d.FollowHalfLife, "ranked timeline: follow_age = 1-2^(-followed/half-life)")
 	flt(&r.EngagementPrior, "rank-engagement-prior", "FEED_RANK_ENGAGEMENT_PRIOR", d.EngagementPrior, "ranked timeline: engagement = (likes+1)/(likes+1+prior)")
 	flt(&r.CommentPrior, "rank-comment-prior", "FEED_RANK_COMMENT_PRIOR", d.CommentPrior, "ranked timeline: comments = n/(n+prior), n = commenters on the post whose posts the viewer likes")
+	flt(&r.RepostPrior, "rank-repost-prior", "FEED_RANK_REPOST_PRIOR", d.RepostPrior, "ranked timeline: reposts = n/(n+prior), n = reposters of the post whose posts the viewer likes")
 	flt(&r.WRecency, "rank-w-recency", "FEED_RANK_W_RECENCY", d.WRecency, "ranked timeline: weight of recency")
 	flt(&r.WAffinity, "rank-w-affinity", "FEED_RANK_W_AFFINITY", d.WAffinity, "ranked timeline: weight of affinity")
 	flt(&r.WFollowAge, "rank-w-follow-age", "FEED_RANK_W_FOLLOW_AGE", d.WFollowAge, "ranked timeline: weight of follow_age")
 	flt(&r.WEngagement, "rank-w-engagement", "FEED_RANK_W_ENGAGEMENT", d.WEngagement, "ranked timeline: weight of engagement")
 	flt(&r.WLiked, "rank-w-liked", "FEED_RANK_W_LIKED", d.WLiked, "ranked timeline: penalty for a post the viewer already likes")
 	flt(&r.WComments, "rank-w-comments", "FEED_RANK_W_COMMENTS", d.WComments, "ranked timeline: weight of comments")
+	flt(&r.WReposts, "rank-w-reposts", "FEED_RANK_W_REPOSTS", d.WReposts, "ranked timeline: weight of reposts")
 }
 
 // validRank checks the ranked timeline's and the filters' settings.

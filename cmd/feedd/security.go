@@ -52,6 +52,7 @@ func declareSecurityFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env st
 	limit(&c.writeLimits.Follows, "follow-limit-user", "FEED_FOLLOW_LIMIT_USER", "follow and unfollow requests one user may make")
 	limit(&c.writeLimits.Likes, "like-limit-user", "FEED_LIKE_LIMIT_USER", "like and unlike requests one user may make")
 	limit(&c.writeLimits.Comments, "comment-limit-user", "FEED_COMMENT_LIMIT_USER", "comments and replies one user may add")
+	limit(&c.writeLimits.Reposts, "repost-limit-user", "FEED_REPOST_LIMIT_USER", "reposts one user may make or undo")
 	limit(&c.writeLimits.Streams, "stream-open-limit-user", "FEED_STREAM_OPEN_LIMIT_USER", "live timeline streams one user may open (reconnects included)")
 	limit(&c.writeLimits.Deletes, "delete-limit-user", "FEED_DELETE_LIMIT_USER", "posts (either API) and comments one user may delete, hides of comments included")
 	limit(&c.writeLimits.Blocks, "block-limit-user", "FEED_BLOCK_LIMIT_USER", "block and unblock requests one user may make")

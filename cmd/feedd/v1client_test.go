@@ -236,6 +236,22 @@ type apiPost struct {
 	// CommentCount and CommentPolicy: comments.
 	CommentCount  int    `json:"comment_count"`
 	CommentPolicy string `json:"comment_policy"`
+	// Reposts and quotes.
+	RepostCount  int    `json:"repost_count"`
+	QuoteCount   int    `json:"quote_count"`
+	RepostedByMe bool   `json:"reposted_by_me"`
+	QuotePolicy  string `json:"quote_policy"`
+	QuoteOf      *int64 `json:"quote_of"`
+	RepostedBy   *struct {
+		User   apiUser   `json:"user"`
+		At     time.Time `json:"at"`
+		Others int       `json:"others"`
+	} `json:"reposted_by"`
+	Quote *struct {
+		ID    int64    `json:"id"`
+		State string   `json:"state"`
+		Post  *apiPost `json:"post"`
+	} `json:"quote"`
 }
 
 // score is the post's feed score: its creation millisecond.

@@ -27,6 +27,9 @@ type FanoutOptions struct {
 type FanoutRun struct {
 	SeedPerS, FeeddPerS, LimitPerS float64
 	FeeddSeconds                   float64
+	// RepostPerS and RepostSeconds are feedd's, for a repost by the same
+	// author of another user's post, delivered to the same followers.
+	RepostPerS, RepostSeconds float64
 	// FirstFollower is how long after the publish call the first follower's
 	// inbox held the post (Redis only): the queue's latency.
 	FirstFollower time.Duration
@@ -42,16 +45,24 @@ type FanoutResult struct {
 	FeeddPerS    float64 `json:"feedd_per_s"`
 	LimitPerS    float64 `json:"limit_per_s"`
 	FeeddSeconds float64 `json:"feedd_seconds"`
+	// RepostPerS is feedd's deliveries per second of a repost (the same
+	// fan-out, its entry the repost's); RepostRatio is RepostPerS over
+	// FeeddPerS, run by run, the median.
+	RepostPerS    float64 `json:"feedd_repost_per_s"`
+	RepostSeconds float64 `json:"feedd_repost_seconds"`
+	RepostRatio   float64 `json:"repost_over_post"`
 
 	Backend string      `json:"-"`
 	Runs    []FanoutRun `json:"-"`
 }
 
-// fanoutWorld is an author with N followers, loaded in bulk.
+// fanoutWorld is an author with N followers, loaded in bulk, and a user
+// whose posts the author reposts.
 type fanoutWorld struct {
 	author int64
 	first  int64 // first follower; followers are first .. first+n-1
 	n      int
+	source int64 // reposted by the author; no follower
 }
 
 // audience is the author and the followers: every inbox a post reaches.
@@ -66,13 +77,13 @@ func (w *fanoutWorld) audience() []int64 {
 
 // loadFanoutWorld creates the author and n followers.
 func loadFanoutWorld(ctx context.Context, env *Env, tag string, n int) (*fanoutWorld, error) {
-	bar := newProgress(env.Progress, "load users", n+1)
-	first, err := env.Store.CreateUsers(ctx, tag, n+1, bar.set)
+	bar := newProgress(env.Progress, "load users", n+2)
+	first, err := env.Store.CreateUsers(ctx, tag, n+2, bar.set)
 	bar.finish()
 	if err != nil {
 		return nil, fmt.Errorf("load users: %w", err)
 	}
-	w := &fanoutWorld{author: first, first: first + 1, n: n}
+	w := &fanoutWorld{author: first, first: first + 1, n: n, source: first + int64(n) + 1}
 	bar = newProgress(env.Progress, "load follows", n)
 	err = env.Store.FollowRange(ctx, w.author, w.first, n, bar.set)
 	bar.finish()
@@ -125,17 +136,21 @@ func Fanout(ctx context.Context, env *Env, opt FanoutOptions) (*FanoutResult, er
 			return nil, fmt.Errorf("feedd: %w", err)
 		}
 		r.FeeddPerS, r.FeeddSeconds = float64(w.n)/d.Seconds(), d.Seconds()
+		if d, err = feeddRepostFanout(ctx, env, w, run, opt.Timeout); err != nil {
+			return nil, fmt.Errorf("feedd repost: %w", err)
+		}
+		r.RepostPerS, r.RepostSeconds = float64(w.n)/d.Seconds(), d.Seconds()
 		if d, err = limitFanout(ctx, env, w, run, &r); err != nil {
 			return nil, fmt.Errorf("limit: %w", err)
 		}
 		r.LimitPerS = float64(w.n) / d.Seconds()
 		if env.Redis != nil {
-			env.logf("run %d/%d (%s, %d followers): seed %.0f/s, feedd %.0f/s (%.3f s, first follower after %.0f ms, Redis CPU %.0f%%), limit %.0f/s (Redis CPU %.0f%%)",
+			env.logf("run %d/%d (%s, %d followers): seed %.0f/s, feedd %.0f/s (%.3f s, first follower after %.0f ms, Redis CPU %.0f%%), repost %.0f/s (%.3f s), limit %.0f/s (Redis CPU %.0f%%)",
 				run, opt.Runs, res.Backend, w.n, r.SeedPerS, r.FeeddPerS, r.FeeddSeconds, ms(r.FirstFollower), 100*r.FeeddRedisCPU,
-				r.LimitPerS, 100*r.LimitRedisCPU)
+				r.RepostPerS, r.RepostSeconds, r.LimitPerS, 100*r.LimitRedisCPU)
 		} else {
-			env.logf("run %d/%d (%s, %d followers): seed %.0f/s, feedd %.0f/s (%.3f s), limit %.0f/s",
-				run, opt.Runs, res.Backend, w.n, r.SeedPerS, r.FeeddPerS, r.FeeddSeconds, r.LimitPerS)
+			env.logf("run %d/%d (%s, %d followers): seed %.0f/s, feedd %.0f/s (%.3f s), repost %.0f/s (%.3f s), limit %.0f/s",
+				run, opt.Runs, res.Backend, w.n, r.SeedPerS, r.FeeddPerS, r.FeeddSeconds, r.RepostPerS, r.RepostSeconds, r.LimitPerS)
 		}
 		res.Runs = append(res.Runs, r)
 	}
@@ -150,6 +165,9 @@ func Fanout(ctx context.Context, env *Env, opt FanoutOptions) (*FanoutResult, er
 	res.FeeddPerS = round(pick(func(r FanoutRun) float64 { return r.FeeddPerS }), 0)
 	res.LimitPerS = round(pick(func(r FanoutRun) float64 { return r.LimitPerS }), 0)
 	res.FeeddSeconds = round(pick(func(r FanoutRun) float64 { return r.FeeddSeconds }), 3)
+	res.RepostPerS = round(pick(func(r FanoutRun) float64 { return r.RepostPerS }), 0)
+	res.RepostSeconds = round(pick(func(r FanoutRun) float64 { return r.RepostSeconds }), 3)
+	res.RepostRatio = round(pick(func(r FanoutRun) float64 { return r.RepostPerS / r.FeeddPerS }), 3)
 	return res, nil
 }
 
@@ -199,12 +217,60 @@ func seedFanout(ctx context.Context, env *Env, w *fanoutWorld, run int) (time.Du
 // returns the time until the inboxes of the author and every follower hold
 // it. Run 0 is the warm-up.
 func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt FanoutOptions, show bool, r *FanoutRun) (time.Duration, error) {
-	ids := w.audience()
-	author := w.author
 	label := fmt.Sprintf("run %d: feedd", run)
 	if run == 0 {
 		label = "warm-up: feedd"
 	}
+	return feeddDeliver(ctx, env, w, label, opt, show, r, func() (feed.Entry, error) {
+		p, err := env.Service.Publish(ctx, w.author, benchPost(run))
+		if err != nil {
+			return feed.Entry{}, err
+		}
+		return p.Entry(), nil
+	})
+}
+
+// feeddRepostFanout has the author repost a post of the source user (made
+// beforehand, untimed) through the service, and returns the time until the
+// inboxes of the author and every follower hold the repost's entry: a
+// repost's fan-out, against feeddFanout's post's.
+func feeddRepostFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, timeout time.Duration) (time.Duration, error) {
+	p, err := env.Service.Publish(ctx, w.source, benchPost(run))
+	if err != nil {
+		return 0, err
+	}
+	// Its own delivery (the source's inbox and outbox) done before the
+	// timed one starts, whose Redis keys the wait counts.
+	err = poll(ctx, 5*time.Millisecond, timeout, func() (bool, error) {
+		page, err := env.Service.Timeline(ctx, w.source, nil, 1)
+		return err == nil && len(page.List) == 1 && page.List[0].ID == p.ID, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("the reposted post's delivery: %w", err)
+	}
+	return feeddDeliver(ctx, env, w, fmt.Sprintf("run %d: feedd repost", run), FanoutOptions{Timeout: timeout}, true, nil, func() (feed.Entry, error) {
+		if err := env.Service.Repost(ctx, w.author, p.ID, true); err != nil {
+			return feed.Entry{}, err
+		}
+		// The author's own repost is the first its Sharers name.
+		sh, err := env.Service.Reposts.Sharers(ctx, w.author, []int64{p.ID})
+		if err != nil {
+			return feed.Entry{}, err
+		}
+		if sh[p.ID] == nil {
+			return feed.Entry{}, fmt.Errorf("the author's repost of post %d is not found", p.ID)
+		}
+		return sh[p.ID].First.Entry(), nil
+	})
+}
+
+// feeddDeliver runs deliver (a publish or a repost by the author through
+// the service, returning the entry it makes) and returns the time from its
+// start until the inboxes of the author and every follower hold that
+// entry.
+func feeddDeliver(ctx context.Context, env *Env, w *fanoutWorld, label string, opt FanoutOptions, show bool, r *FanoutRun, deliver func() (feed.Entry, error)) (time.Duration, error) {
+	ids := w.audience()
+	author := w.author
 	var bar *progress
 	if show {
 		bar = newProgress(env.Progress, label, len(ids))
@@ -238,11 +304,10 @@ func feeddFanout(ctx context.Context, env *Env, w *fanoutWorld, run int, opt Fan
 	}
 	cpu0 := env.redisCPU(ctx)
 	start := time.Now()
-	p, err := env.Service.Publish(ctx, author, benchPost(run))
+	e, err := deliver()
 	if err != nil {
 		return 0, err
 	}
-	e := feed.Entry{PostID: p.ID, Score: p.Score()}
 	var done time.Time
 	if env.Redis != nil {
 		done, err = waitDelivered(ctx, env.Redis, ib, e, ids, base, opt.Timeout, bar.set, &ws)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	feed "github.com/feedd/feedd"
+	"github.com/feedd/feedd/rank"
 )
 
 // RankOptions shape the synthetic community of `feedd bench rank`.
@@ -25,6 +26,10 @@ type RankOptions struct {
 	POther     float64 `json:"p_other"`    // chance a viewer likes any other first-period post it sees
 	Rounds     int     `json:"rounds"`     // latency: pages of each kind read per viewer
 	Limit      int     `json:"limit"`      // page size (NDCG@Limit)
+	// Reposts is how many second-period posts of other authors each
+	// author reposts in the second period; a post a viewer's favourite
+	// reposted is relevant to the viewer too.
+	Reposts int `json:"reposts"`
 	// CPUProfile, when set, is the file that receives a CPU profile of
 	// this process while the pages are read (the latency rounds).
 	CPUProfile string `json:"-"`
@@ -47,8 +52,12 @@ type RankResult struct {
 	NDCGRanked float64 `json:"ndcg_ranked"`
 	NDCGChrono float64 `json:"ndcg_chrono"`
 	Ratio      float64 `json:"ratio"`
-	Likes      int     `json:"likes"`
-	Posts      int     `json:"posts"`
+	// NDCGNoReposts is NDCGRanked with the reposts feature weighing 0
+	// (with Reposts only): what the feature adds.
+	NDCGNoReposts float64 `json:"ndcg_ranked_without_reposts,omitempty"`
+	Reposts       int     `json:"reposts,omitempty"`
+	Likes         int     `json:"likes"`
+	Posts         int     `json:"posts"`
 	// Page latencies, in ms, of Service calls (no HTTP): the first page of
 	// each order, and a next page of a ranked scroll (a snapshot read). The
 	// ranked page is judged in absolute time; the chronological figures
@@ -67,7 +76,11 @@ type RankResult struct {
 
 // Text is the human-readable result.
 func (r *RankResult) Text() string {
-	return fmt.Sprintf("ranked timeline, %d viewers, %d posts, %d likes, inboxes in %s\n"+
+	reposts := ""
+	if r.Reposts > 0 {
+		reposts = fmt.Sprintf("  with %d reposts: NDCG@%d ranked without the reposts feature %.3f\n", r.Reposts, r.Options.Limit, r.NDCGNoReposts)
+	}
+	return reposts + fmt.Sprintf("ranked timeline, %d viewers, %d posts, %d likes, inboxes in %s\n"+
 		"  NDCG@%d  ranked %.3f   chronological %.3f   ratio %.2fx\n"+
 		"  first page  ranked p50 %.2f ms p99 %.2f ms   chronological p50 %.2f ms p99 %.2f ms\n"+
 		"  each viewer's first page  ranked p50 %.2f ms   chronological p50 %.2f ms\n"+
@@ -89,6 +102,8 @@ func (o RankOptions) validate() error {
 		return fmt.Errorf("before and after must be at least 1")
 	case o.PFav < 0 || o.PFav > 1 || o.POther < 0 || o.POther > 1:
 		return fmt.Errorf("like probabilities must be from 0 to 1")
+	case o.Reposts < 0 || (o.Reposts > 0 && o.Authors < 2):
+		return fmt.Errorf("reposts must not be negative, and need two authors")
 	}
 	return nil
 }
@@ -100,11 +115,13 @@ func (o RankOptions) validate() error {
 // favourites. In the first period (7 to 1 days ago) every author publishes
 // Before posts and each viewer likes the posts it sees: a favourite's with
 // probability PFav, anyone else's with POther. In the second period (the
-// last day) every author publishes After posts. Then, at the end of the
-// second period, each viewer's first ranked page and first chronological
-// page are scored by NDCG@Limit, relevance 1 for a second-period post of a
-// favourite. The world comes from Seed alone; the service's clock is the
-// world's.
+// last day) every author publishes After posts, and reposts Reposts
+// second-period posts of other authors. Then, at the end of the second
+// period, each viewer's first ranked page and first chronological page
+// are scored by NDCG@Limit, relevance 1 for a second-period post of a
+// favourite or reposted by one; with Reposts, the first ranked pages are
+// scored again with the reposts feature weighing 0. The world comes from
+// Seed alone; the service's clock is the world's.
 func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
@@ -170,11 +187,42 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 		}
 		ids[k] = created.ID
 	}
-	// Wait for the fan-out: every viewer's inbox holds its followees' posts,
-	// or --inbox-cap of them (an inbox over the cap is trimmed to it, and
-	// may hold up to a quarter more until the next trim), and the count
-	// has stopped changing.
-	perAuthor := int64(opt.Before + opt.After)
+	// The reposts of the second period, each after its post.
+	reposted := map[int64][]int64{} // post id -> the authors who reposted it
+	var second []int
+	for k, p := range posts {
+		if p.after {
+			second = append(second, k)
+		}
+	}
+	type repost struct {
+		author int64
+		k      int
+		at     time.Time
+	}
+	var reps []repost
+	for j := range opt.Authors {
+		for picked := map[int]bool{}; len(picked) < min(opt.Reposts, len(second)-opt.After); {
+			k := second[rng.IntN(len(second))]
+			if posts[k].author != author(j) && !picked[k] {
+				picked[k] = true
+				reps = append(reps, repost{author(j), k, posts[k].at.Add(time.Duration(rng.Int64N(int64(end.Sub(posts[k].at)) + 1)))})
+			}
+		}
+	}
+	slices.SortFunc(reps, func(a, b repost) int { return a.at.Compare(b.at) })
+	for _, r := range reps {
+		clock.Store(r.at.UnixMilli())
+		if err := svc.Repost(ctx, r.author, ids[r.k], true); err != nil {
+			return nil, fmt.Errorf("repost: %w", err)
+		}
+		reposted[ids[r.k]] = append(reposted[ids[r.k]], r.author)
+	}
+	// Wait for the fan-out: every viewer's inbox holds its followees' posts
+	// and reposts, or --inbox-cap of them (an inbox over the cap is trimmed
+	// to it, and may hold up to a quarter more until the next trim), and
+	// the count has stopped changing.
+	perAuthor := int64(opt.Before + opt.After + opt.Reposts)
 	inboxCap := int64(svc.InboxCap)
 	if inboxCap <= 0 {
 		inboxCap = feed.DefaultInboxCap
@@ -221,6 +269,12 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 			after[ids[k]] = p.author
 		}
 	}
+	// relevantTo reports whether post id is relevant to viewer i: a
+	// second-period post of a favourite, or reposted by one.
+	relevantTo := func(i int, id int64) bool {
+		a, ok := after[id]
+		return ok && (fav[i][a] || slices.ContainsFunc(reposted[id], func(r int64) bool { return fav[i][r] }))
+	}
 	var ranked, chrono []float64
 	var tRanked, tChrono, tNext Latencies
 	var tRankedFirst, tChronoFirst Latencies // round 0
@@ -235,13 +289,13 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 		rel := func(vs []feed.PostView) []bool {
 			out := make([]bool, len(vs))
 			for k, v := range vs {
-				out[k] = fav[i][after[v.ID]]
+				out[k] = relevantTo(i, v.ID)
 			}
 			return out
 		}
 		relevant := 0
-		for _, a := range after {
-			if fav[i][a] {
+		for id := range after {
+			if relevantTo(i, id) {
 				relevant++
 			}
 		}
@@ -293,6 +347,40 @@ func Rank(ctx context.Context, env *Env, opt RankOptions) (*RankResult, error) {
 		}
 		ranked = append(ranked, NDCG(rel(rp.List), relevant, opt.Limit))
 		chrono = append(chrono, NDCG(rel(cp.List), relevant, opt.Limit))
+	}
+	if opt.Reposts > 0 {
+		// The first ranked pages again, the reposts feature off.
+		res.Reposts = len(reps)
+		settings := rank.Default()
+		if svc.Rank != nil {
+			settings = *svc.Rank
+		}
+		defer func(rs *rank.Settings) { svc.Rank = rs }(svc.Rank)
+		off := settings
+		off.WReposts = 0
+		svc.Rank = &off
+		var without []float64
+		for i := range opt.Viewers {
+			relevant := 0
+			for id := range after {
+				if relevantTo(i, id) {
+					relevant++
+				}
+			}
+			if relevant == 0 {
+				continue
+			}
+			p, err := svc.RankedTimeline(ctx, viewer(i), nil, opt.Limit)
+			if err != nil {
+				return nil, err
+			}
+			rel := make([]bool, len(p.List))
+			for k, v := range p.List {
+				rel[k] = relevantTo(i, v.ID)
+			}
+			without = append(without, NDCG(rel, relevant, opt.Limit))
+		}
+		res.NDCGNoReposts = round(mean(without), 3)
 	}
 	res.NDCGRanked, res.NDCGChrono = round(mean(ranked), 3), round(mean(chrono), 3)
 	if res.NDCGChrono > 0 {

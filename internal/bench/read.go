@@ -31,8 +31,13 @@ type ReadOptions struct {
 	Runs        int
 	PageSize    int // the service's default page size (reported only)
 	// CPUProfile, when set, is the file that receives a CPU profile of
-	// this process (server and clients) during the last feedd run.
+	// this process (server and clients) during the last feedd run (with
+	// RepostShare: the last run on the graph with reposts).
 	CPUProfile string
+	// RepostShare, when above 0, adds a second graph of the same shape in
+	// which that share of each user's Posts are reposts (of random posts
+	// of the graph), and measures feedd's path on it too, in the same runs.
+	RepostShare float64
 }
 
 // ReadRun is one measurement of one path.
@@ -57,9 +62,16 @@ type ReadResult struct {
 	SeedCPUus       float64 `json:"seed_cpu_us_per_page"`
 	FeeddRedisCPUus float64 `json:"feedd_redis_cpu_us_per_page,omitempty"`
 	SeedRedisCPUus  float64 `json:"seed_redis_cpu_us_per_page,omitempty"`
+	// With RepostShare: feedd's path on the graph with reposts, and its
+	// CPU per page over the plain graph's, run by run, the median.
+	RepostsRPS       float64 `json:"feedd_reposts_rps,omitempty"`
+	RepostsP99ms     float64 `json:"feedd_reposts_p99_ms,omitempty"`
+	RepostsCPUus     float64 `json:"feedd_reposts_cpu_us_per_page,omitempty"`
+	RepostsCPURatio  float64 `json:"reposts_over_none_cpu,omitempty"`
+	RepostsRedisCPUs float64 `json:"feedd_reposts_redis_cpu_us_per_page,omitempty"`
 
 	FeeddP50ms, SeedP50ms float64       `json:"-"`
-	Feedd, Seed           []ReadRun     `json:"-"`
+	Feedd, Seed, Reposts  []ReadRun     `json:"-"`
 	Options               ReadOptions   `json:"-"`
 	Backend               string        `json:"-"`
 	Entries               int64         `json:"-"`
@@ -70,7 +82,12 @@ type ReadResult struct {
 // Text renders r for people.
 func (r *ReadResult) Text() string {
 	o := r.Options
-	return fmt.Sprintf("GET /blog/of/follow, %d users following %d each, %d posts each (%d inbox entries), inboxes in %s;\n"+
+	reposts := ""
+	if o.RepostShare > 0 {
+		reposts = fmt.Sprintf("  with reposts (%.0f%% of each user's entries): feedd %9.0f req/s   p99 %7.2f ms   CPU per page %.0f µs (Redis %.0f µs): %.3f of the plain graph's\n",
+			100*o.RepostShare, r.RepostsRPS, r.RepostsP99ms, r.RepostsCPUus, r.RepostsRedisCPUs, r.RepostsCPURatio)
+	}
+	return reposts + fmt.Sprintf("GET /blog/of/follow, %d users following %d each, %d posts each (%d inbox entries), inboxes in %s;\n"+
 		"%d clients, closed loop, %s per path per run (median of %d runs)\n"+
 		"  feedd  %9.0f req/s   p50 %7.2f ms   p99 %7.2f ms\n"+
 		"  seed   %9.0f req/s   p50 %7.2f ms   p99 %7.2f ms\n"+
@@ -99,11 +116,20 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	case opt.Posts*(opt.Follows+1) > env.InboxCap:
 		return nil, fmt.Errorf("bench: %d posts from %d followees overflow the inbox cap %d", opt.Posts, opt.Follows+1, env.InboxCap)
 	}
+	if opt.RepostShare < 0 || opt.RepostShare >= 1 {
+		return nil, errors.New("bench: --repost-share must be from 0 to below 1")
+	}
 	opt.Runs = max(opt.Runs, 1)
 	setup := time.Now()
-	w, err := loadReadWorld(ctx, env, opt)
+	w, err := loadReadWorld(ctx, env, opt, "read-", 0, true)
 	if err != nil {
 		return nil, err
+	}
+	var wr *readWorld // the graph with reposts
+	if opt.RepostShare > 0 {
+		if wr, err = loadReadWorld(ctx, env, opt, "readr-", opt.RepostShare, false); err != nil {
+			return nil, err
+		}
 	}
 	res := &ReadResult{Options: opt, Backend: env.Backend(), Entries: w.entries, Likes: w.likes}
 
@@ -119,6 +145,14 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	base := "http://" + ln.Addr().String()
 	lg := newLoadGen(base, w.tokens, opt.Concurrency)
 	defer lg.client.CloseIdleConnections()
+	var lgr *loadGen
+	if wr != nil {
+		lgr = newLoadGen(base, wr.tokens, opt.Concurrency)
+		defer lgr.client.CloseIdleConnections()
+		if err := lgr.warm(ctx, "/blog/of/follow"); err != nil {
+			return nil, fmt.Errorf("warm-up of the graph with reposts: %w", err)
+		}
+	}
 
 	// Warm up: every viewer's first page on both paths. feedd rebuilds each
 	// Redis inbox on its first read (fan-out wrote entries but not the
@@ -141,20 +175,32 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	env.logf("setup %.1fs: %d users, %d follows each, %d posts, %d inbox entries, %d likes",
 		res.Setup.Seconds(), opt.Users, opt.Follows, opt.Users*opt.Posts, w.entries, w.likes)
 
+	const repostsPath = "reposts" // feedd's path on the graph with reposts
+	profiled := "/blog/of/follow"
+	if lgr != nil {
+		profiled = repostsPath
+	}
 	for run := 1; run <= opt.Runs; run++ {
 		order := []string{"/blog/of/follow", SeedPath}
-		if run%2 == 0 {
-			order[0], order[1] = order[1], order[0] // alternate, so drift cancels
+		if lgr != nil {
+			order = append(order, repostsPath)
+		}
+		for range (run - 1) % len(order) { // rotate, so drift cancels
+			order = append(order[1:], order[0])
 		}
 		for _, path := range order {
 			var stop func()
-			if opt.CPUProfile != "" && run == opt.Runs && path != SeedPath {
+			if opt.CPUProfile != "" && run == opt.Runs && path == profiled {
 				if stop, err = startCPUProfile(opt.CPUProfile); err != nil {
 					return nil, err
 				}
 			}
+			g, label := lg, map[string]string{SeedPath: "seed", "/blog/of/follow": "feedd", repostsPath: "feedd, reposts"}[path]
+			if path == repostsPath {
+				g, path = lgr, "/blog/of/follow"
+			}
 			cpu0, rcpu0 := ProcessCPU(), env.redisCPU(ctx)
-			r, err := lg.run(ctx, path, opt.Duration, fmt.Sprintf("run %d: %s", run, map[bool]string{true: "seed", false: "feedd"}[path == SeedPath]), env.Progress)
+			r, err := g.run(ctx, path, opt.Duration, fmt.Sprintf("run %d: %s", run, label), env.Progress)
 			cpu, rcpu := ProcessCPU()-cpu0, env.redisCPU(ctx)-rcpu0
 			if stop != nil {
 				stop()
@@ -165,15 +211,23 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 			if r.Requests > 0 {
 				r.CPU, r.RedisCPU = cpu/time.Duration(r.Requests), rcpu/time.Duration(r.Requests)
 			}
-			if path == SeedPath {
+			switch {
+			case g == lgr:
+				res.Reposts = append(res.Reposts, r)
+			case path == SeedPath:
 				res.Seed = append(res.Seed, r)
-			} else {
+			default:
 				res.Feedd = append(res.Feedd, r)
 			}
 		}
 		f, s := res.Feedd[run-1], res.Seed[run-1]
 		env.logf("run %d/%d: feedd %.0f req/s p50 %.2f ms p99 %.2f ms; seed %.0f req/s p50 %.2f ms p99 %.2f ms",
 			run, opt.Runs, f.RPS, ms(f.P50), ms(f.P99), s.RPS, ms(s.P50), ms(s.P99))
+		if lgr != nil {
+			rr := res.Reposts[run-1]
+			env.logf("run %d/%d: feedd with reposts %.0f req/s p99 %.2f ms, CPU a page %.0f µs against %.0f µs",
+				run, opt.Runs, rr.RPS, ms(rr.P99), float64(rr.CPU.Nanoseconds())/1e3, float64(f.CPU.Nanoseconds())/1e3)
+		}
 	}
 	med := func(runs []ReadRun, f func(ReadRun) float64) float64 {
 		xs := make([]float64, len(runs))
@@ -192,6 +246,15 @@ func Read(ctx context.Context, env *Env, opt ReadOptions) (*ReadResult, error) {
 	rcpu := func(r ReadRun) float64 { return float64(r.RedisCPU.Nanoseconds()) / 1e3 }
 	res.FeeddCPUus, res.SeedCPUus = round(med(res.Feedd, cpu), 1), round(med(res.Seed, cpu), 1)
 	res.FeeddRedisCPUus, res.SeedRedisCPUus = round(med(res.Feedd, rcpu), 1), round(med(res.Seed, rcpu), 1)
+	if len(res.Reposts) > 0 {
+		res.RepostsRPS, res.RepostsP99ms = round(med(res.Reposts, rps), 0), round(med(res.Reposts, p99), 3)
+		res.RepostsCPUus, res.RepostsRedisCPUs = round(med(res.Reposts, cpu), 1), round(med(res.Reposts, rcpu), 1)
+		ratios := make([]float64, len(res.Reposts))
+		for i := range res.Reposts {
+			ratios[i] = cpu(res.Reposts[i]) / cpu(res.Feedd[i])
+		}
+		res.RepostsCPURatio = round(Median(ratios), 3)
+	}
 	return res, nil
 }
 
@@ -204,9 +267,13 @@ type readWorld struct {
 	likes       int64
 }
 
-func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, error) {
+// loadReadWorld loads a graph of opt's shape whose users' phones start
+// with tag, starting the workers first when start is set. Of each user's
+// opt.Posts entries, the share reposts are reposts of random posts of the
+// graph, the others posts.
+func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions, tag string, reposts float64, start bool) (*readWorld, error) {
 	bar := newProgress(env.Progress, "load users", opt.Users)
-	first, err := env.Store.CreateUsers(ctx, "read-", opt.Users, bar.set)
+	first, err := env.Store.CreateUsers(ctx, tag, opt.Users, bar.set)
 	bar.finish()
 	if err != nil {
 		return nil, fmt.Errorf("load users: %w", err)
@@ -231,22 +298,68 @@ func loadReadWorld(ctx context.Context, env *Env, opt ReadOptions) (*readWorld, 
 	if err := env.Store.FixCounts(ctx, w.first, w.last); err != nil {
 		return nil, err
 	}
-	if err := env.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start workers: %w", err)
+	if start {
+		if err := env.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start workers: %w", err)
+		}
 	}
-	// Every post through the service; the workers fan them out meanwhile.
+	// Every post and repost through the service, the workers fanning them
+	// out meanwhile, in rounds: in each, every user publishes a post or, in
+	// the rounds drawn for their reposts (never the first), reposts a
+	// random post of an earlier round by someone else (fixed seed). So
+	// reposts and posts are mixed in every inbox, as they would be.
 	total := opt.Users * opt.Posts
+	shares := int(float64(opt.Posts)*reposts + 0.5)
+	reposting := make([]map[int]bool, opt.Users) // user -> their repost rounds
+	for u := range reposting {
+		reposting[u] = map[int]bool{}
+		for _, r := range rng.Perm(opt.Posts - 1)[:min(shares, opt.Posts-1)] {
+			reposting[u][r+1] = true
+		}
+	}
 	bar = newProgress(env.Progress, "publish posts", total)
 	var published atomic.Int64
-	err = parallel(ctx, 4, total, func(ctx context.Context, i int) error {
-		_, err := env.Service.Publish(ctx, first+int64(i%opt.Users), benchPost(i))
-		bar.set(int(published.Add(1)))
-		return err
-	})
-	bar.finish()
-	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
+	var posts, authors []int64 // the posts of the rounds before, and their authors
+	// reposted: user -> the posts they reposted.
+	reposted := make([]map[int64]bool, opt.Users)
+	for round := range opt.Posts {
+		targets := make([]int64, opt.Users)
+		for u := range targets {
+			// Never a post u reposted already: a repost again is a no-op,
+			// and the inboxes would never hold the entries waited for.
+			for reposting[u][round] && targets[u] == 0 {
+				if i := rng.IntN(len(posts)); authors[i] != first+int64(u) && !reposted[u][posts[i]] {
+					targets[u] = posts[i]
+					if reposted[u] == nil {
+						reposted[u] = map[int64]bool{}
+					}
+					reposted[u][posts[i]] = true
+				}
+			}
+		}
+		made := make([]int64, opt.Users)
+		err = parallel(ctx, 4, opt.Users, func(ctx context.Context, u int) error {
+			defer func() { bar.set(int(published.Add(1))) }()
+			if targets[u] != 0 {
+				return env.Service.Repost(ctx, first+int64(u), targets[u], true)
+			}
+			p, err := env.Service.Publish(ctx, first+int64(u), benchPost(round*opt.Users+u))
+			if err == nil {
+				made[u] = p.ID
+			}
+			return err
+		})
+		if err != nil {
+			bar.finish()
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		for u, id := range made {
+			if id != 0 {
+				posts, authors = append(posts, id), append(authors, first+int64(u))
+			}
+		}
 	}
+	bar.finish()
 	// Wait until the fan-out has filled every inbox: each user's inbox gets
 	// their own posts and those of the users they follow.
 	want := int64(opt.Users) * int64(opt.Posts) * int64(opt.Follows+1)

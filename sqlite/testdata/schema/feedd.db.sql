@@ -14,7 +14,7 @@ CREATE TABLE erasures (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT
 CREATE UNIQUE INDEX erasures_unfinished ON erasures (user_id) WHERE finished_at = 0;
 CREATE TABLE feedd_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY);
-CREATE TABLE follows (follower_id INTEGER NOT NULL, followee_id INTEGER NOT NULL, created_at INTEGER NOT NULL, pull INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
+CREATE TABLE follows (follower_id INTEGER NOT NULL, followee_id INTEGER NOT NULL, created_at INTEGER NOT NULL, pull INTEGER NOT NULL DEFAULT 0, show_reposts INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
 CREATE INDEX follows_followee ON follows (followee_id, follower_id);
 CREATE INDEX follows_pull ON follows (follower_id, followee_id) WHERE pull <> 0;
 CREATE TABLE hidden_posts (post_id INTEGER PRIMARY KEY, hidden_at INTEGER NOT NULL);
@@ -36,7 +36,7 @@ CREATE TABLE notify_groups (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGE
 CREATE INDEX notify_groups_latest ON notify_groups (user_id, latest_at, id);
 CREATE INDEX notify_groups_target ON notify_groups (user_id, kind, target_id, first_at);
 CREATE TABLE notify_read (user_id INTEGER PRIMARY KEY, read_at INTEGER NOT NULL);
-CREATE TABLE posts (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), shop_id INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL, images TEXT NOT NULL DEFAULT '', content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, comments INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, comment_policy INTEGER NOT NULL DEFAULT 0, foreign_id TEXT);
+CREATE TABLE posts (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), shop_id INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL, images TEXT NOT NULL DEFAULT '', content TEXT NOT NULL, liked INTEGER NOT NULL DEFAULT 0, comments INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, comment_policy INTEGER NOT NULL DEFAULT 0, foreign_id TEXT, quote_of INTEGER NOT NULL DEFAULT 0, quote_policy INTEGER NOT NULL DEFAULT 0, reposts INTEGER NOT NULL DEFAULT 0, quotes INTEGER NOT NULL DEFAULT 0);
 CREATE UNIQUE INDEX posts_foreign_id ON posts (foreign_id) WHERE foreign_id IS NOT NULL;
 CREATE INDEX posts_hot ON posts (liked DESC, created_at DESC, id DESC);
 CREATE INDEX posts_user ON posts (user_id, created_at DESC, id DESC);
@@ -49,6 +49,9 @@ CREATE TABLE rate_counts (key TEXT PRIMARY KEY, window_end INTEGER NOT NULL, n I
 CREATE INDEX rate_counts_window_end ON rate_counts (window_end);
 CREATE TABLE ready_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
 CREATE TABLE reports (post_id INTEGER NOT NULL, reporter_id INTEGER NOT NULL, reason TEXT NOT NULL, created_at INTEGER NOT NULL, dismissed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (post_id, reporter_id)) WITHOUT ROWID;
+CREATE TABLE reposts (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, post_id INTEGER NOT NULL, created_at INTEGER NOT NULL, UNIQUE (user_id, post_id));
+CREATE INDEX reposts_post ON reposts (post_id, created_at, id);
+CREATE INDEX reposts_user ON reposts (user_id, created_at DESC, id DESC);
 CREATE TABLE sessions (token_hash TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users (id), expires_at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX sessions_expires ON sessions (expires_at);
 CREATE INDEX sessions_user ON sessions (user_id);

@@ -1,5 +1,6 @@
 // app.js: feedd's page. Views: log in, the home timeline (compose, live
-// "N new posts" banner, infinite scroll, Latest or For you order), a
+// "N new posts" banner, infinite scroll, Latest or For you order; reposts
+// and quotes on every post: reposts.js), a
 // user's page (#/users/{id}), a post with its comments (#/posts/{id}:
 // comments.js) and the notifications (#/notifications, with the bell's
 // unread count in the bar: notify.js).
@@ -13,6 +14,7 @@ import { icon } from './icons.js';
 import { setTime } from './time.js';
 import { Markers, topPost } from './markers.js';
 import { Push } from './push.js';
+import { decorate } from './reposts.js';
 
 const $ = (id) => document.getElementById(id);
 const views = ['login', 'home', 'user', 'post', 'notifications'];
@@ -100,6 +102,7 @@ function renderPost(p) {
       like.title = e.message;
     } finally { like.disabled = false; }
   });
+  decorate(el, p, me?.id, (q) => timeline?.place(q));
   el.post = p;
   return el;
 }

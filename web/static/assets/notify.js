@@ -11,6 +11,7 @@ import { setTime } from './time.js';
 // and 3 others liked “Title”": up to three names when the group has at
 // most three actors, else the two newest and the count of the others.
 // Comments: "Ana commented on “Title”", "Bo replied to your comment “…”".
+// Reposts and quotes: "Ana and 2 others reposted “Title”", "Bo quoted “Title”".
 export function sentence(g) {
   const names = g.actors.map((u) => u.nick_name || 'user ' + u.id);
   const title = g.post ? `“${g.post.title}”` : 'your post';
@@ -29,6 +30,8 @@ export function sentence(g) {
     case 'follow': return `${who} followed you`;
     case 'comment': return `${who} commented on ${title}`;
     case 'reply': return `${who} replied to your comment` + (g.comment ? ` “${clip(g.comment.text)}”` : '');
+    case 'repost': return `${who} reposted ${title}`;
+    case 'quote': return `${who} quoted ` + (g.post?.quote?.post ? `“${g.post.quote.post.title}”` : 'your post');
   }
   return `${who} liked ${title}`;
 }
@@ -83,7 +86,7 @@ export class Notifications {
     el.href = g.post ? '#/posts/' + g.post.id : g.actors[0] ? '#/users/' + g.actors[0].id : '#/';
     const mark = document.createElement('span');
     mark.className = 'icon';
-    mark.append(icon({ like: 'heart', follow: 'userPlus', moderation: 'alert', comment: 'comment', reply: 'reply' }[g.kind] || 'bell'));
+    mark.append(icon({ like: 'heart', follow: 'userPlus', moderation: 'alert', comment: 'comment', reply: 'reply', repost: 'repeat', quote: 'quote' }[g.kind] || 'bell'));
     const text = document.createElement('span');
     text.className = 'text';
     text.textContent = sentence(g);
