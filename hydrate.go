@@ -16,6 +16,8 @@ type PostView struct {
 	Author *User // nil when the author no longer exists
 	IsLike bool
 	Rank   *rank.Rank // the post's rank in a ranked timeline; nil elsewhere
+	// Media are the uploads the post shows, in order (media.go).
+	Media []Media
 }
 
 // FeedViewer is implemented by stores that hydrate a feed page in one round
@@ -46,7 +48,10 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 				out = append(out, *v)
 			}
 		}
-		return s.filterViews(ctx, viewerID, out)
+		if out, err = s.filterViews(ctx, viewerID, out); err != nil {
+			return nil, err
+		}
+		return out, s.attachMedia(ctx, out)
 	}
 	m, err := s.Posts.Posts(ctx, ids)
 	if err != nil {
@@ -77,7 +82,8 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 }
 
 // Hydrate turns posts into views for viewerID (0: anonymous) with a constant
-// number of store calls: one for authors, one for the viewer's likes.
+// number of store calls: one for authors, one for the viewer's likes, one
+// for the media.
 func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
 	if len(posts) == 0 {
 		return []PostView{}, nil
@@ -106,5 +112,5 @@ func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([
 	for i, p := range posts {
 		out[i] = PostView{Post: p, Author: authors[p.UserID], IsLike: liked[p.ID]}
 	}
-	return out, nil
+	return out, s.attachMedia(ctx, out)
 }

@@ -33,6 +33,9 @@ type Post struct {
 	CommentPolicy CommentPolicy
 	CreatedAt     time.Time // millisecond precision: it is the inbox score
 	UpdatedAt     time.Time
+	// MediaIDs are the uploads a new post shows, in order: CreatePost
+	// links them to it (media.go). Reads leave it empty (PostView.Media).
+	MediaIDs []int64
 }
 
 // Score is the post's inbox score: its creation time in Unix milliseconds.
@@ -45,7 +48,9 @@ func (p *Post) Entry() Entry { return Entry{PostID: p.ID, Score: p.Score()} }
 // PostStore persists posts and likes.
 type PostStore interface {
 	// CreatePost stores p (setting p.ID) and, in the same transaction,
-	// enqueues its fan-out job: a committed post is always delivered.
+	// enqueues its fan-out job: a committed post is always delivered. It
+	// links the uploads p.MediaIDs to the post in their order; ECONFLICT,
+	// storing nothing, when one is not p.UserID's or a post shows it.
 	CreatePost(ctx context.Context, p *Post) error
 	// Post returns one post; ENOTFOUND if there is none.
 	Post(ctx context.Context, id int64) (*Post, error)
@@ -93,6 +98,9 @@ type PostInput struct {
 	ShopID  int64
 	// CommentPolicy is who may comment; the zero value is everyone.
 	CommentPolicy CommentPolicy
+	// MediaIDs are uploads of the author to show after Images' items
+	// (media.go).
+	MediaIDs []int64
 }
 
 // Validate returns EINVALID describing the first problem of in.
@@ -198,8 +206,12 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
+	mediaIDs, images, err := s.postMedia(ctx, userID, in.Images, in.MediaIDs)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now().Truncate(time.Millisecond)
-	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CommentPolicy: in.CommentPolicy, CreatedAt: now, UpdatedAt: now}
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: images, MediaIDs: mediaIDs, CommentPolicy: in.CommentPolicy, CreatedAt: now, UpdatedAt: now}
 	var began time.Time
 	if s.Trace.Enabled() {
 		began = time.Now()

@@ -59,6 +59,12 @@ type Service struct {
 	// Notify serves the notification groups (notify.go); nil: the
 	// notification reads answer ENOTFOUND.
 	Notify NotifyStore
+	// Media, Blobs and Images store and serve uploaded images (media.go);
+	// any nil: uploads are refused and posts name no uploads.
+	Media       MediaStore
+	Blobs       BlobStore
+	Images      ImageProcessor
+	MediaLimits MediaSettings
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

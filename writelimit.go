@@ -31,6 +31,7 @@ const (
 	WriteMutedWord                     // a muted word added or removed
 	WriteNotification                  // notifications marked read or dismissed
 	WriteComment                       // a comment or reply added
+	WriteMedia                         // an image uploaded, changed or deleted
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
@@ -45,6 +46,9 @@ type WriteLimits struct {
 	MutedWords    Limit
 	Notifications Limit
 	Comments      Limit
+	Media         Limit
+	// MediaBytes counts the bytes of a user's uploads (N is bytes).
+	MediaBytes Limit
 }
 
 // DefaultWriteLimits are the limits the command starts with. A delete
@@ -62,6 +66,8 @@ var DefaultWriteLimits = WriteLimits{
 	MutedWords:    Limit{60, time.Minute},
 	Notifications: Limit{120, time.Minute},
 	Comments:      Limit{60, time.Minute},
+	Media:         Limit{60, time.Hour},
+	MediaBytes:    Limit{1 << 30, 24 * time.Hour},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -81,6 +87,7 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		WriteMutedWord:    {l.MutedWords, "mutedword:user:", "muted word changes"},
 		WriteNotification: {l.Notifications, "notification:user:", "notification changes"},
 		WriteComment:      {l.Comments, "comment:user:", "comments"},
+		WriteMedia:        {l.Media, "media:user:", "image uploads and changes"},
 	}
 	r := rules[kind]
 	return r.limit, r.key, r.what

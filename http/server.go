@@ -62,6 +62,11 @@ type Server struct {
 	// held at once (DefaultBodyMemory if zero; body.go); past it, 503 with
 	// Retry-After.
 	BodyMemory int64
+	// UploadTimeout bounds how long an upload's body may take to arrive
+	// (DefaultUploadTimeout if zero; media.go); UploadDir is where it is
+	// kept meanwhile (os.TempDir() if empty).
+	UploadTimeout time.Duration
+	UploadDir     string
 
 	bodies *budget // BodyMemory's count, made by Handler
 }
@@ -186,6 +191,10 @@ func jsonType(kind string) string {
 // limitBody refuses bodies over MaxBody with 413.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isUpload(r) {
+			next.ServeHTTP(w, r) // its own limits (media.go)
+			return
+		}
 		if r.ContentLength > MaxBody {
 			s.fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
 			return

@@ -87,7 +87,7 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 // and decode reports them as ETOOLARGE.
 func (s *Server) v1LimitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBody && strings.HasPrefix(r.URL.Path, "/v1/") {
+		if r.ContentLength > MaxBody && strings.HasPrefix(r.URL.Path, "/v1/") && !isUpload(r) {
 			s.v1Fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", MaxBody))
 			return
 		}
@@ -278,7 +278,9 @@ func (s *Server) v1Publish() http.Handler {
 			Title   string   `json:"title"`
 			Content string   `json:"content"`
 			Images  []string `json:"images"`
-			ShopID  *int64   `json:"shop_id"`
+			// MediaIDs are the caller's uploads to show (POST /v1/media).
+			MediaIDs []int64 `json:"media_ids"`
+			ShopID   *int64  `json:"shop_id"`
 			// CommentPolicy is who may comment; absent or null: everyone.
 			CommentPolicy *string `json:"comment_policy"`
 		}
@@ -292,7 +294,7 @@ func (s *Server) v1Publish() http.Handler {
 				return
 			}
 		}
-		post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ",")}
+		post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ","), MediaIDs: in.MediaIDs}
 		if in.ShopID != nil {
 			if *in.ShopID <= 0 {
 				s.v1Fail(w, r, feed.Errorf(feed.EINVALID, "shop_id must be a positive integer or null"))
