@@ -164,7 +164,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 func newAPI(c *config, a *app) *feedhttp.Server {
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory)}
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory), UploadTimeout: c.media.uploadTimeout}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -183,6 +183,7 @@ type stores interface {
 	feed.SnapshotStore
 	feed.NotifyStore
 	feed.CommentStore
+	feed.MediaStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -378,6 +379,11 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.noEvents {
 		deps.Events = nil
 	}
+	blobs, images, err := openMedia(ctx, c, a)
+	if err != nil {
+		return nil, err
+	}
+	deps.Media, deps.MediaSweepEvery = sweeper{a}, c.mediaSweepEvery()
 	if a.pgPool != nil {
 		// A job cut off by PostgreSQL restarting runs again once it is
 		// back (fanout/outage.go); on SQLite, River retries it.
@@ -406,6 +412,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		Filters: st, Ranks: st, Snapshots: snapshots, Rank: &c.rank, ReportThreshold: c.reportThreshold,
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st, Comments: st,
+		Media: st, Blobs: blobs, Images: images, MediaLimits: c.mediaSettings(),
 	}
 	// Moderation (reports, hide, restore) is on the admin listener only.
 	a.adminExtra = (&feedhttp.Server{Service: a.service, Log: log}).AdminRoutes()

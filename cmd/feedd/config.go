@@ -92,6 +92,8 @@ type config struct {
 	webhookSecretFile string
 	writeLimits       feed.WriteLimits
 	args              []string // the command line, for the admin listener's redacted cmdline
+	// Photos: where images live and the limits of uploads (media.go).
+	media mediaConfig
 
 	// Parsed from redisURL by parseRedisURL: at most one is set.
 	redisNode     *goredis.Options         // a single node
@@ -187,6 +189,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	declareNotifyFlags(fs, c, fromEnv, help)
 
 	declareSecurityFlags(fs, c, fromEnv, help)
+	declareMediaFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -286,6 +289,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, err
 	}
 	if err := c.checkAbuse(); err != nil {
+		return nil, err
+	}
+	if err := c.checkMedia(); err != nil {
 		return nil, err
 	}
 	if cmd == "worker" && c.workers == 0 {
