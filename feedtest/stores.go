@@ -28,6 +28,8 @@ type Backend struct {
 	Snapshots feed.SnapshotStore
 	// Comments is the comment store (TestComments).
 	Comments feed.CommentStore
+	// Media is the media store (TestMedia), the one behind Posts.
+	Media feed.MediaStore
 	// SessionPages, when not nil, is the store that reads a session and an
 	// inbox page in one round trip (feed.Service.SessionPages); the feed
 	// suites then scroll through it too (ScrollFeedAs).

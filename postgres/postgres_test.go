@@ -54,7 +54,7 @@ func openWithJobs(t *testing.T) (db *postgres.DB, jobs func() []feed.Job) {
 func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
-		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db,
+		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db, Media: db,
 		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
@@ -447,6 +447,8 @@ func TestDeliverConcurrentCap(t *testing.T) {
 func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }
 
 func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+func TestMedia(t *testing.T) { feedtest.TestMedia(t, openBackend) }
 
 // BenchmarkImportFollows is feedd import's follows into PostgreSQL (COPY
 // through a staging table); rows per CPU second are this process's only
