@@ -1,8 +1,11 @@
 package feed
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,27 +60,60 @@ func (s *Service) UploadMedia(ctx context.Context, userID int64, up Upload) (*Me
 		return nil, err
 	}
 	m := &Media{UserID: userID, Alt: up.Alt, CreatedAt: s.now().Truncate(time.Millisecond)}
+	if err := s.addUpload(ctx, m, up, ""); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// addUpload stores up as m (of m.UserID, shown by m.PostID if set), named
+// name or, if name is empty, a new name: the blob of the same bytes if
+// there is one, else a new one (storeBlob).
+func (s *Service) addUpload(ctx context.Context, m *Media, up Upload, name string) error {
 	for range 2 { // a second time when the blob found was removed meanwhile
 		b, err := s.Media.SourceBlob(ctx, up.SHA256)
 		if ErrorCode(err) == ENOTFOUND {
 			if b, err = s.storeBlob(ctx, up); err != nil {
-				return nil, err
+				return err
 			}
 		} else if err != nil {
-			return nil, err
+			return err
 		}
 		m.Blob = *b
-		m.Name = mediaName(b.Ext())
+		m.Name = cmp.Or(name, mediaName(b.Ext()))
 		err = s.Media.AddMedia(ctx, m)
 		if ErrorCode(err) == ENOTFOUND {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
+		return err
 	}
-	return nil, Errorf(EUNAVAILABLE, "the upload raced the removal of its image; try again")
+	return Errorf(EUNAVAILABLE, "the upload raced the removal of its image; try again")
+}
+
+// ImportMedia stores data, a picture of an imported post postID of
+// userID, at position, under the name it had (feedd import hmdp --images:
+// its path under MediaPrefix stays the post's image). Idempotent: the
+// same name already shown by postID is success; ECONFLICT when the name
+// is another's; EINVALID or ETOOLARGE as UploadMedia.
+func (s *Service) ImportMedia(ctx context.Context, userID, postID int64, position int, name string, data []byte) error {
+	if !s.mediaOn() {
+		return errNoMedia
+	}
+	if m, err := s.Media.MediaNamed(ctx, name); err == nil {
+		if m.PostID == postID && m.UserID == userID {
+			return nil
+		}
+		return Errorf(ECONFLICT, "an image named %s exists", name)
+	} else if ErrorCode(err) != ENOTFOUND {
+		return err
+	}
+	if int64(len(data)) > s.MediaLimits.maxBytes() {
+		return Errorf(ETOOLARGE, "an image must be at most %d bytes", s.MediaLimits.maxBytes())
+	}
+	sum := sha256.Sum256(data)
+	up := Upload{File: bytes.NewReader(data), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	m := &Media{UserID: userID, PostID: postID, Position: position, CreatedAt: s.now().Truncate(time.Millisecond)}
+	return s.addUpload(ctx, m, up, name)
 }
 
 // countUploadBytes counts size bytes of userID's uploads against

@@ -55,6 +55,9 @@ func (r *Report) Text() string {
 	if p := r.Phase(PhaseInboxes); p != nil {
 		fmt.Fprintf(&b, "inboxes: read counts users, imported counts entries (built from the follows)\n")
 	}
+	if p := r.Phase(PhaseImages); p != nil {
+		fmt.Fprintf(&b, "images: read counts notes, imported and skipped count their pictures\n")
+	}
 	if p := r.Phase(PhaseFeeds); p != nil {
 		fmt.Fprintf(&b, "feed: read and imported count entries of the tutorial's feed:{userId}\n")
 	}

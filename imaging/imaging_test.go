@@ -148,7 +148,7 @@ func TestFormats(t *testing.T) {
 		"tall jpeg":   {testimg.JPEG(700, 4000), "image/jpeg", 358, feed.DisplaySize},
 		"preview src": {testimg.JPEG(1280, 960), "image/jpeg", 1280, 960},
 	} {
-			r, err := process(t, c.in)
+		r, err := process(t, c.in)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -39,6 +39,7 @@ type benchFlags struct {
 	rank         bench.RankOptions
 	notify       bench.NotifyOptions
 	comments     bench.CommentsOptions
+	media        bench.MediaOptions
 	mysql        string // import: the MySQL server
 	hmdpRedis    string // import: the tutorial's Redis, for likes
 	likes        int    // import: likes per post
@@ -69,7 +70,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.follows, "follows", 20, "read, mixed: users each user follows")
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
-	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run; media: how long previews are read from each server")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
@@ -94,6 +95,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	declareRankBenchFlags(fs, &bf.rank)
 	declareNotifyBenchFlags(fs, &bf.notify)
 	declareCommentsBenchFlags(fs, &bf.comments)
+	declareMediaBenchFlags(fs, &bf.media)
 	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
@@ -147,7 +149,8 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	// writes and mixed, back to back): the per-user write limits would
 	// refuse them, and they are not what is measured.
 	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
-		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments} {
+		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments,
+		"media-limit-user": &c.writeLimits.Media, "media-bytes-limit-user": &c.writeLimits.MediaBytes} {
 		if !set[name] {
 			*l = feed.Limit{}
 		}

@@ -146,7 +146,9 @@ func (c *config) mediaSweepEvery() time.Duration {
 // the service.
 type sweeper struct{ a *app }
 
-func (s sweeper) SweepMedia(ctx context.Context) (int, bool, error) { return s.a.service.SweepMedia(ctx) }
+func (s sweeper) SweepMedia(ctx context.Context) (int, bool, error) {
+	return s.a.service.SweepMedia(ctx)
+}
 
 // byteLimit is a feed.Limit of bytes, written SIZE/DURATION.
 type byteLimit feed.Limit

@@ -18,7 +18,9 @@ import (
 // the bytes another post shows.
 func TestMediaLifecycle(t *testing.T) {
 	for name, flags := range map[string]func(t *testing.T) []string{
-		"sqlite+files": func(t *testing.T) []string { return []string{"--data", t.TempDir(), "--media-dir", filepath.Join(t.TempDir(), "media")} },
+		"sqlite+files": func(t *testing.T) []string {
+			return []string{"--data", t.TempDir(), "--media-dir", filepath.Join(t.TempDir(), "media")}
+		},
 		"postgres+s3": func(t *testing.T) []string {
 			b := testenv.S3Bucket(t)
 			return []string{"--database-url", testenv.PostgresURL(t), "--data", t.TempDir(),

@@ -18,6 +18,7 @@ const (
 	EnvS3AccessKey = "FEED_TEST_S3_ACCESS_KEY" // its root access key
 	EnvS3SecretKey = "FEED_TEST_S3_SECRET_KEY" // and secret key
 	EnvS3ServerBin = "FEED_S3_SERVER_BIN"      // the server's binary, for tests that run their own
+	EnvNginx       = "FEED_NGINX_BIN"          // nginx, feedd bench media's baseline
 )
 
 // S3 is a bucket of an S3 server for one test.

@@ -12,6 +12,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"math"
 )
 
 // Secret is the camera's name written into the EXIF of Photo: no
@@ -76,6 +77,35 @@ func GIF(w, h int) []byte {
 		pal.Pix[i] = byte(i % 2)
 	}
 	gif.Encode(&b, pal, nil)
+	return b.Bytes()
+}
+
+// Scene is a JPEG of about pixels pixels (4:3) from seed that compresses
+// as a photo does (a few bits a pixel): smooth shapes under a grain.
+func Scene(pixels int, seed uint32) []byte {
+	w := int(math.Sqrt(float64(pixels) * 4 / 3))
+	h := max(1, pixels/max(w, 1))
+	img := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
+	x := seed*2654435761 | 1
+	fs := float64(seed)
+	for py := range h {
+		for px := range w {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			v := 128 + 70*math.Sin(float64(px)/97+fs)*math.Cos(float64(py)/73) + float64(x%16) - 8
+			img.Y[py*img.YStride+px] = byte(max(0, min(255, v)))
+		}
+	}
+	for py := range h / 2 {
+		for px := range w / 2 {
+			i := py*img.CStride + px
+			img.Cb[i] = byte(128 + 40*math.Sin(float64(px)/211))
+			img.Cr[i] = byte(128 + 40*math.Cos(float64(py)/157+fs))
+		}
+	}
+	var b bytes.Buffer
+	jpeg.Encode(&b, img, &jpeg.Options{Quality: 90})
 	return b.Bytes()
 }
 
