@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Photos on posts (docs/API.md, "Media"): an upload is sniffed, bounded by
+// Photos on posts (docs/API.md, "Photos"): an upload is sniffed, bounded by
 // its header, re-encoded without its metadata into a display and a preview
 // rendition (ImageProcessor), stored once per content (a Blob in the
 // BlobStore, its rows in the MediaStore) and named by a path of the
