@@ -358,3 +358,41 @@ func TestMediaV1(t *testing.T) {
 		})
 	}
 }
+
+// v1MediaExchanges sends every documented answer of the media routes (for
+// TestV1API's count): a and b are two users.
+func v1MediaExchanges(t *testing.T, c *v1Client, a, b string) {
+	t.Helper()
+	m := c.mustUpload(a, testimg.JPEG(30, 30))
+	mine := c.mustUpload(b, testimg.JPEG(31, 31))
+	if r := c.upload(a, testimg.HTML, "image/jpeg"); r.Status != 400 {
+		t.Errorf("upload of HTML: %d", r.Status)
+	}
+	if r := c.upload("", testimg.JPEG(10, 10), "image/jpeg"); r.Status != 401 {
+		t.Errorf("upload without a token: %d", r.Status)
+	}
+	if r := c.upload(a, make([]byte, feedMaxUpload+1), "image/jpeg"); r.Status != 413 {
+		t.Errorf("upload over the limit: %d", r.Status)
+	}
+	c.want(200, "GET", "/v1/media/{id}", a, nil, nil, m.ID)
+	c.refused(400, "invalid", "GET", "/v1/media/{id}", a, nil, "x")
+	c.refused(401, "unauthorized", "GET", "/v1/media/{id}", "", nil, m.ID)
+	c.refused(404, "not_found", "GET", "/v1/media/{id}", b, nil, m.ID)
+	c.want(200, "PATCH", "/v1/media/{id}", a, map[string]any{"alt": "grey"}, nil, m.ID)
+	c.refused(400, "invalid", "PATCH", "/v1/media/{id}", a, map[string]any{"alt": 3}, m.ID)
+	c.refused(401, "unauthorized", "PATCH", "/v1/media/{id}", "", map[string]any{"alt": "x"}, m.ID)
+	c.refused(404, "not_found", "PATCH", "/v1/media/{id}", b, map[string]any{"alt": "x"}, m.ID)
+	c.refused(413, "too_large", "PATCH", "/v1/media/{id}", a, `{"alt":"`+strings.Repeat("x", 1<<20)+`"}`, m.ID)
+	c.refused(400, "invalid", "DELETE", "/v1/media/{id}", a, nil, 0)
+	c.refused(401, "unauthorized", "DELETE", "/v1/media/{id}", "", nil, m.ID)
+	c.refused(403, "forbidden", "DELETE", "/v1/media/{id}", a, nil, mine.ID)
+	c.refused(404, "not_found", "DELETE", "/v1/media/{id}", a, nil, 999999999)
+	c.refused(404, "not_found", "POST", "/v1/posts", a, map[string]any{"title": "t", "content": "c", "media_ids": []int64{mine.ID}})
+	c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "t", "content": "c", "media_ids": []int64{m.ID}}, nil)
+	c.refused(409, "conflict", "POST", "/v1/posts", a, map[string]any{"title": "t", "content": "c", "media_ids": []int64{m.ID}})
+	c.refused(409, "conflict", "DELETE", "/v1/media/{id}", a, nil, m.ID)
+	c.want(204, "DELETE", "/v1/media/{id}", b, nil, nil, mine.ID)
+}
+
+// feedMaxUpload is the default --media-max-bytes.
+const feedMaxUpload = 20 << 20

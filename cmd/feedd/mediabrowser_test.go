@@ -33,7 +33,9 @@ func evalAsync(b *browser, js string) {
 	}
 }
 
-func jsString(s string) string { return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'` }
+func jsString(s string) string {
+	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
+}
 
 // TestBrowserPhotos: an author composes a post with photos in the page
 // (a file picked, one dropped and one pasted, one removed, alt text,
