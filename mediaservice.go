@@ -390,7 +390,8 @@ func (s *Service) OpenMedia(ctx context.Context, path string) (*MediaFile, error
 	if err != nil {
 		return nil, err
 	}
-	return &MediaFile{Object: o, ContentType: ctype, ETag: `"` + strings.TrimSuffix(key[strings.LastIndexByte(key, '/')+1:], ".jpg") + `"`}, nil
+	// The key names the bytes, which never change: it is their validator.
+	return &MediaFile{Object: o, ContentType: ctype, ETag: `"` + strings.ReplaceAll(key, "/", "-") + `"`}, nil
 }
 
 // attachMedia sets the media of views: one store call whatever the page

@@ -302,6 +302,8 @@ func TestMediaV1(t *testing.T) {
 			c.refused(404, "not_found", "GET", "/v1/media/{id}", b, nil, m2.ID)
 			c.want(200, "GET", "/v1/media/{id}", a, nil, nil, m2.ID)
 
+			stream := c.openStream(b, "", "127.0.0.1")
+			defer stream.close()
 			var p apiPost
 			c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "two", "content": "c", "media_ids": []int64{m2.ID, m1.ID}}, &p)
 			wantMedia := func(what string, p apiPost) {
@@ -321,6 +323,24 @@ func TestMediaV1(t *testing.T) {
 			var page apiPage[apiPost]
 			c.want(200, "GET", "/v1/users/{id}/posts", b, nil, &page, c.me(a).ID)
 			wantMedia("the author's posts", page.Data[0])
+			for {
+				ev := stream.next(t)
+				var sp apiPost
+				if ev.Kind == "post" && json.Unmarshal([]byte(ev.Data), &sp) == nil && sp.ID == p.ID {
+					wantMedia("the stream's event", sp)
+					break
+				}
+			}
+			c.want(204, "PUT", "/v1/posts/{id}/like", b, nil, nil, p.ID)
+			waitFor(t, "the like's notification", func() bool {
+				for _, n := range c.notifications(a) {
+					if n.Post != nil && n.Post.ID == p.ID {
+						wantMedia("the notification's post", *n.Post)
+						return true
+					}
+				}
+				return false
+			})
 
 			// Refusals: another's upload, one a post shows, too many, a
 			// second use of one, deleting one a post shows.
