@@ -44,6 +44,7 @@ func TestImportImages(t *testing.T) {
 			post(10, 1, "/imgs/blogs/1/2/photo.jpg,/imgs/blogs/1/2/missing.jpg,https://cdn.example/x.png,/imgs/blogs/3/4/page.jpg,/imgs/blogs/5/6/mark.png")
 			post(11, 2, "/imgs/blogs/1/2/photo.jpg,/imgs/blogs/../../etc/passwd")
 			tg := target(t)
+			tg.args = append(tg.args, "--media-dir", t.TempDir()) // the import's and the server's image store
 			rep, logs, err := runImportCmd(t, src, tg, "--images", dir)
 			if err != nil {
 				t.Fatalf("import: %v\n%s", err, logs)
