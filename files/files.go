@@ -1,7 +1,8 @@
 // Package files is the embedded default's image store (feed.BlobStore):
 // one file per object under a directory, --media-dir, at the object's key
-// (d/ab/<key>.jpg, p/ab/<key>.jpg). A reverse proxy may serve the
-// directory's p/ tree as feedd serves it under /imgs/p/.
+// (d/ab/<key>.jpg, p/ab/<key>.jpg). Like the rest of --data, the
+// directories are private to feedd's user (0700) and the files 0600,
+// whatever the umask.
 package files
 
 import (
@@ -24,7 +25,10 @@ var _ feed.BlobStore = (*Store)(nil)
 
 // Open returns a Store on dir, creating it if needed.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
 	return &Store{Dir: dir}, nil
@@ -45,7 +49,7 @@ func (s *Store) Put(ctx context.Context, key, contentType string, body []byte) e
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := mkdirs(s.Dir, filepath.Dir(p)); err != nil {
 		return feed.MediaStoreDown(err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), ".put-*")
@@ -54,7 +58,7 @@ func (s *Store) Put(ctx context.Context, key, contentType string, body []byte) e
 	}
 	_, err = f.Write(body)
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = f.Chmod(0o600)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -104,4 +108,22 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 		}
 	}
 	return nil
+}
+
+// mkdirs makes dir and its parents under root, each 0700 whatever the
+// umask.
+func mkdirs(root, dir string) error {
+	if dir == root || len(dir) <= len(root) {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := mkdirs(root, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }

@@ -139,14 +139,14 @@ func TestFormats(t *testing.T) {
 		typ  string
 		w, h int
 	}{
-		"big jpeg":    {testimg.JPEG(3000, 1500), "image/jpeg", feed.DisplaySize, feed.DisplaySize / 2},
-		"small jpeg":  {testimg.JPEG(100, 60), "image/jpeg", 100, 60},
-		"opaque png":  {testimg.PNG(50, 50, false), "image/jpeg", 50, 50},
-		"alpha png":   {testimg.PNG(50, 50, true), "image/png", 50, 50},
-		"gif":         {testimg.GIF(30, 20), "image/jpeg", 30, 20},
-		"webp":        {webp, "image/jpeg", 0, 0},
-		"tall jpeg":   {testimg.JPEG(700, 4000), "image/jpeg", 358, feed.DisplaySize},
-		"preview src": {testimg.JPEG(1280, 960), "image/jpeg", 1280, 960},
+		"wide jpeg":  {testimg.JPEG(4200, 300), "image/jpeg", feed.DisplaySize, 146}, // halved, then scaled
+		"big jpeg":   {testimg.JPEG(2200, 1100), "image/jpeg", feed.DisplaySize, feed.DisplaySize / 2},
+		"small jpeg": {testimg.JPEG(100, 60), "image/jpeg", 100, 60},
+		"opaque png": {testimg.PNG(50, 50, false), "image/jpeg", 50, 50},
+		"alpha png":  {testimg.PNG(50, 50, true), "image/png", 50, 50},
+		"gif":        {testimg.GIF(30, 20), "image/jpeg", 30, 20},
+		"webp":       {webp, "image/jpeg", 0, 0},
+		"tall jpeg":  {testimg.JPEG(200, 2500), "image/jpeg", 164, feed.DisplaySize},
 	} {
 		r, err := process(t, c.in)
 		if err != nil {
@@ -166,7 +166,7 @@ func TestFormats(t *testing.T) {
 // with EBUSY when its context ends.
 func TestWorkers(t *testing.T) {
 	p := imaging.New(1)
-	b := testimg.JPEG(2000, 2000)
+	b := testimg.JPEG(200, 200)
 	info, err := p.Inspect(b, feed.DefaultMediaMaxPixels)
 	if err != nil {
 		t.Fatal(err)

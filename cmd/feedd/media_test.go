@@ -278,8 +278,8 @@ func TestMediaV1(t *testing.T) {
 			a, b := c.login("13800000311"), c.login("13800000312")
 			c.want(204, "PUT", "/v1/following/{id}", b, nil, nil, c.me(a).ID)
 
-			m1 := c.mustUpload(a, testimg.Photo(3000, 1000, 1), "alt", "a wide view")
-			if m1.Width != 2048 || m1.Height != 683 || m1.ContentType != "image/jpeg" || m1.Alt != "a wide view" || m1.Blurhash == "" ||
+			m1 := c.mustUpload(a, testimg.Photo(2500, 800, 1), "alt", "a wide view")
+			if m1.Width != 2048 || m1.Height != 655 || m1.ContentType != "image/jpeg" || m1.Alt != "a wide view" || m1.Blurhash == "" ||
 				!strings.HasPrefix(m1.URL, "/imgs/blogs/") || !strings.HasPrefix(m1.PreviewURL, "/imgs/p/") {
 				t.Fatalf("upload: %+v", m1)
 			}

@@ -156,7 +156,7 @@ func Media(ctx context.Context, env *Env, o MediaOptions) (*MediaResult, error) 
 	// The previews.
 	env.logf("uploading %d images for their previews", o.Previews)
 	urls := make([]string, o.Previews)
-	img := testimg.Scene(1600*1200, 3)
+	img := testimg.Scene(mp(min(o.PhotoMP, 1.92)), 3) // at most 1600 x 1200: a preview's source
 	var total atomic.Int64
 	err = parallel(ctx, o.Concurrency, o.Previews, func(ctx context.Context, i int) error {
 		m, _, err := upload(ctx, hc, base, tokens[i%o.Concurrency], img, false)
