@@ -194,9 +194,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.tracePosts {
 		a.trace = &feed.Tracer{Log: log}
 	}
+	opened := a // a is nil once an error is returned
 	defer func() {
 		if err != nil {
-			a.close()
+			opened.close()
 		}
 	}()
 	workers := c.workers

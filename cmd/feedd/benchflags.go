@@ -195,6 +195,9 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	if err := c.parseRedisURL(); err != nil {
 		return err
 	}
+	if err := c.checkMedia(); err != nil { // reads --media-s3-secret-key-file
+		return err
+	}
 	if c.redisFailover != nil {
 		return errors.New("feedd bench runs against one Redis node: use --redis-url without master_name")
 	}

@@ -176,7 +176,6 @@ func mediaStores(t *testing.T) map[string]func(t *testing.T) []string {
 		"files": func(t *testing.T) []string { return []string{"--data", t.TempDir()} },
 		"s3": func(t *testing.T) []string {
 			b := testenv.S3Bucket(t)
-			t.Setenv("FEED_MEDIA_S3_SECRET_KEY", "")
 			return []string{"--data", t.TempDir(), "--media-s3", b.URL, "--media-s3-access-key", b.AccessKey, "--media-s3-secret-key-file", writeSecret(t, b.SecretKey)}
 		},
 	}
