@@ -37,6 +37,8 @@ var DataKinds = []DataKind{
 	{Name: "sessions", Erase: true},                    // sessions, tokens (revocation), phone login
 	{Name: "identities", Export: true, Erase: true},    // the (issuer, subject) pairs linked to the user
 	{Name: "posts", Export: true, Erase: true},         // with their comments, likes and inbox entries
+	{Name: "reposts", Export: true, Erase: true},       // of others' posts, out of every inbox they reached
+	{Name: "media", Erase: true},                       // uploads and the objects no one else's share
 	{Name: "profile", Export: true, Erase: true},       // the user's row
 	{Name: "comments", Export: true, Erase: true},      // on others' posts
 	{Name: "likes", Export: true, Erase: true},         // of posts
@@ -231,6 +233,10 @@ func (s *Service) eraseSome(ctx context.Context, userID int64, kind, cursor stri
 		}
 	case "posts":
 		return s.erasePosts(ctx, userID, cursor)
+	case "reposts":
+		return s.eraseReposts(ctx, userID)
+	case "media":
+		return 0, "", false, s.DeleteUserMedia(ctx, userID)
 	case "inbox":
 		if err := s.Outbox.Clear(ctx, userID); err != nil {
 			return 0, "", false, err
@@ -239,6 +245,26 @@ func (s *Service) eraseSome(ctx context.Context, userID int64, kind, cursor stri
 	}
 	n, more, err = s.Accounts.ErasePage(ctx, kind, userID, EraseBatch, s.now())
 	return n, "", more, err
+}
+
+// eraseReposts undoes a batch of userID's reposts as the user's undos
+// would (RepostStore.SetRepost: counts, and the entries out of every
+// inbox by the removal jobs).
+func (s *Service) eraseReposts(ctx context.Context, userID int64) (int, string, bool, error) {
+	if s.Reposts == nil {
+		return 0, "", false, nil
+	}
+	items, _, err := s.Accounts.ExportPage(ctx, "reposts", userID, 0, EraseBatch)
+	if err != nil {
+		return 0, "", false, err
+	}
+	for _, it := range items {
+		postID, _ := it["post_id"].(int64)
+		if _, err := s.Reposts.SetRepost(ctx, userID, postID, false, s.now()); err != nil {
+			return 0, "", false, err
+		}
+	}
+	return len(items), "", len(items) == EraseBatch, nil
 }
 
 // erasePosts removes one batch of userID's posts: the cursor names the

@@ -26,6 +26,8 @@ type PostView struct {
 	Reposted   bool
 	// Quote is the post a quote embeds (nil: the post is no quote).
 	Quote *Quoted
+	// Media are the uploads the post shows, in order (media.go).
+	Media []Media
 }
 
 // FeedViewer is implemented by stores that hydrate a feed page in one round
@@ -64,7 +66,14 @@ func (s *Service) hydrateEntries(ctx context.Context, viewerID int64, entries []
 	if err := s.embedQuotes(ctx, viewerID, out); err != nil {
 		return nil, err
 	}
-	return s.filterViews(ctx, viewerID, out)
+	if out, err = s.filterViews(ctx, viewerID, out); err != nil {
+		return nil, err
+	}
+	if _, ok := s.Posts.(FeedViewer); ok {
+		// FeedViews hydrates without the media (hydratePosts attaches them).
+		err = s.attachMedia(ctx, out)
+	}
+	return out, err
 }
 
 // entryViews returns, by id, the posts among ids that exist and whose
@@ -107,8 +116,8 @@ func (s *Service) entryViews(ctx context.Context, viewerID int64, ids []int64) (
 
 // Hydrate turns posts into views for viewerID (0: anonymous) with a constant
 // number of store calls: one for authors, one for the viewer's likes, one
-// for reposts when a post has any (shareViews), and embedQuotes' for
-// quotes.
+// for reposts when a post has any (shareViews), one for the media, and
+// embedQuotes' for quotes.
 func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
 	views, err := s.hydratePosts(ctx, viewerID, posts)
 	if err != nil {
@@ -124,7 +133,7 @@ func (s *Service) Hydrate(ctx context.Context, viewerID int64, posts []*Post) ([
 }
 
 // hydratePosts turns posts into views for viewerID (0: anonymous), their
-// authors and the viewer's likes: two store calls.
+// authors, the viewer's likes and the media: three store calls.
 func (s *Service) hydratePosts(ctx context.Context, viewerID int64, posts []*Post) ([]PostView, error) {
 	if len(posts) == 0 {
 		return []PostView{}, nil
@@ -153,5 +162,5 @@ func (s *Service) hydratePosts(ctx context.Context, viewerID int64, posts []*Pos
 	for i, p := range posts {
 		out[i] = PostView{Post: p, Author: authors[p.UserID], IsLike: liked[p.ID]}
 	}
-	return out, nil
+	return out, s.attachMedia(ctx, out)
 }

@@ -42,6 +42,9 @@ type Post struct {
 	QuotePolicy QuotePolicy
 	Reposts     int
 	Quotes      int
+	// MediaIDs are the uploads a new post shows, in order: CreatePost
+	// links them to it (media.go). Reads leave it empty (PostView.Media).
+	MediaIDs []int64
 }
 
 // Score is the post's inbox score: its creation time in Unix milliseconds.
@@ -59,6 +62,8 @@ type PostStore interface {
 	// RepostStore.SetRepost refuses a repost (ENOTFOUND), and by the quoted
 	// post's QuotePolicy (ErrQuotesOff, ErrQuotesFollowing); it moves the
 	// quoted post's Quotes and tells its author (NotifyQuote).
+	// It links the uploads p.MediaIDs to the post in their order; ECONFLICT,
+	// storing nothing, when one is not p.UserID's or a post shows it.
 	CreatePost(ctx context.Context, p *Post) error
 	// CreateForeignPost is CreatePost for a post with a ForeignID: when a
 	// post with that foreign id exists, it stores nothing and makes *p that
@@ -120,6 +125,9 @@ type PostInput struct {
 	// is who may quote this post, the zero value everyone.
 	QuoteOf     int64
 	QuotePolicy QuotePolicy
+	// MediaIDs are uploads of the author to show after Images' items
+	// (media.go).
+	MediaIDs []int64
 }
 
 // Validate returns EINVALID describing the first problem of in.
@@ -236,8 +244,12 @@ func (s *Service) Publish(ctx context.Context, userID int64, in PostInput) (*Pos
 			return nil, err
 		}
 	}
+	mediaIDs, images, err := s.postMedia(ctx, userID, in.Images, in.MediaIDs)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now().Truncate(time.Millisecond)
-	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: in.Images, CommentPolicy: in.CommentPolicy,
+	p := &Post{UserID: userID, ShopID: in.ShopID, Title: in.Title, Content: in.Content, Images: images, MediaIDs: mediaIDs, CommentPolicy: in.CommentPolicy,
 		QuoteOf: in.QuoteOf, QuotePolicy: in.QuotePolicy, CreatedAt: now, UpdatedAt: now}
 	var began time.Time
 	if s.Trace.Enabled() {

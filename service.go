@@ -68,6 +68,12 @@ type Service struct {
 	// Reposts serves reposts, quotes and show_reposts (repost.go); nil:
 	// their routes answer ENOTFOUND and feeds show no repost.
 	Reposts RepostStore
+	// Media, Blobs and Images store and serve uploaded images (media.go);
+	// any nil: uploads are refused and posts name no uploads.
+	Media       MediaStore
+	Blobs       BlobStore
+	Images      ImageProcessor
+	MediaLimits MediaSettings
 	// ReportThreshold: a post reported by this many distinct users is
 	// hidden from all but its author; DefaultReportThreshold if zero.
 	ReportThreshold int

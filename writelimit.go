@@ -33,6 +33,7 @@ const (
 	WriteComment                       // a comment or reply added
 	WriteEdit                          // a change to a post (PATCH /v1/posts/{id})
 	WriteRepost                        // a repost made or undone
+	WriteMedia                         // an image uploaded, changed or deleted
 )
 
 // WriteLimits are the per-user limits (the zero value: none).
@@ -49,6 +50,9 @@ type WriteLimits struct {
 	Comments      Limit
 	Edits         Limit
 	Reposts       Limit
+	Media         Limit
+	// MediaBytes counts the bytes of a user's uploads (N is bytes).
+	MediaBytes Limit
 }
 
 // DefaultWriteLimits are the limits the command starts with. A delete,
@@ -70,6 +74,8 @@ var DefaultWriteLimits = WriteLimits{
 	Comments:      Limit{60, time.Minute},
 	Edits:         Limit{60, time.Minute},
 	Reposts:       Limit{30, time.Minute},
+	Media:         Limit{60, time.Hour},
+	MediaBytes:    Limit{1 << 30, 24 * time.Hour},
 }
 
 // limit returns the limit of kind, its counter's key prefix and the words
@@ -91,6 +97,7 @@ func (l WriteLimits) limit(kind WriteKind) (Limit, string, string) {
 		WriteComment:      {l.Comments, "comment:user:", "comments"},
 		WriteEdit:         {l.Edits, "edit:user:", "changes to posts"},
 		WriteRepost:       {l.Reposts, "repost:user:", "reposts"},
+		WriteMedia:        {l.Media, "media:user:", "image uploads and changes"},
 	}
 	r := rules[kind]
 	return r.limit, r.key, r.what

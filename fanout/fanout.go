@@ -76,6 +76,10 @@ type Deps struct {
 	Users   feed.UserStore
 	Social  feed.SocialStore
 	Outbox  feed.Outbox
+	// Media, when set, is swept by the periodic media_sweep job every
+	// MediaSweepEvery (default 5 minutes) in the processes that work jobs.
+	Media           MediaSweeper
+	MediaSweepEvery time.Duration
 	// Comments, when set, has the comments of a removed post purged by its
 	// removal job, in transactions of feed.PurgeBatch comments.
 	Comments feed.CommentStore

@@ -141,6 +141,11 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	if err := river.AddWorkerSafely(workers, &eraseWorker{deps: deps}); err != nil {
 		return nil, err
 	}
+	if deps.Media != nil {
+		if err := river.AddWorkerSafely(workers, &mediaSweepWorker{deps: deps}); err != nil {
+			return nil, err
+		}
+	}
 	rc := &river.Config{
 		Workers:      workers,
 		Logger:       log.With("component", "river"),
@@ -188,6 +193,9 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 			QueueFollow:        {MaxWorkers: min(cfg.Workers*followWorkersPer, river.QueueNumWorkersMax), FetchCooldown: followCooldown},
 			QueuePush:          {MaxWorkers: min(cfg.Workers*pushWorkersPer, river.QueueNumWorkersMax), FetchCooldown: followCooldown},
 		}
+	}
+	if deps.Media != nil && cfg.Workers > 0 {
+		rc.PeriodicJobs = append(rc.PeriodicJobs, mediaSweepJob(cmp.Or(max(deps.MediaSweepEvery, 0), 5*time.Minute)))
 	}
 	client, err := river.NewClient(driver, rc)
 	if err != nil {

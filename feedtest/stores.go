@@ -31,6 +31,8 @@ type Backend struct {
 	// Reposts is the repost store (TestReposts); the feed suites read
 	// through it too.
 	Reposts feed.RepostStore
+	// Media is the media store (TestMedia), the one behind Posts.
+	Media feed.MediaStore
 	// SessionPages, when not nil, is the store that reads a session and an
 	// inbox page in one round trip (feed.Service.SessionPages); the feed
 	// suites then scroll through it too (ScrollFeedAs).

@@ -95,6 +95,10 @@ type Options struct {
 	// CPU, when set, is this process's CPU time so far: each phase's
 	// share is reported (feedd bench import).
 	CPU func() time.Duration
+	// ImagesDir is the tutorial's IMAGE_UPLOAD_DIR: when set, the
+	// pictures the notes name are copied from it into Images (images.go).
+	ImagesDir string
+	Images    ImageImporter
 }
 
 func (o *Options) defaults() {
@@ -195,6 +199,8 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 		return nil, errors.New("reading the likes again needs the tutorial's Redis (--redis)")
 	case o.Store != nil && o.Inbox == nil:
 		return nil, errors.New("hmdp: no inbox store")
+	case o.Store != nil && o.ImagesDir != "" && o.Images == nil:
+		return nil, errors.New("hmdp: no image store for the pictures")
 	}
 	start := time.Now()
 	r := &run{src: src, o: o, now: o.Now(), cps: map[string]feed.ImportCheckpoint{}, users: map[int64]bool{}, posts: map[int64]postRef{}, comments: map[int64]commentRef{},
@@ -209,7 +215,11 @@ func Run(ctx context.Context, src *Source, o Options) (*Report, error) {
 	if o.ResyncLikes {
 		steps = append(steps, r.importLikes(PhaseLikesAgain))
 	}
-	steps = append(steps, r.importComments, r.finish)
+	steps = append(steps, r.importComments)
+	if o.ImagesDir != "" {
+		steps = append(steps, r.importImages)
+	}
+	steps = append(steps, r.finish)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return r.report, err

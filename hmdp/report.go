@@ -58,6 +58,9 @@ func (r *Report) Text() string {
 	if p := r.Phase(PhaseLikesAgain); p != nil {
 		fmt.Fprintf(&b, "likes-resync: every post's likes read again; those already here are neither imported nor skipped\n")
 	}
+	if p := r.Phase(PhaseImages); p != nil {
+		fmt.Fprintf(&b, "images: read counts notes, imported and skipped count their pictures\n")
+	}
 	if p := r.Phase(PhaseFeeds); p != nil {
 		fmt.Fprintf(&b, "feed: read and imported count entries of the tutorial's feed:{userId}\n")
 	}

@@ -71,10 +71,12 @@ func hasBody(r *http.Request) bool {
 
 // v1JSONBody refuses a /v1 request that carries a body in another media
 // type than application/json with 415: a form or text/plain body is what
-// a cross-site page can send without asking the browser first.
+// a cross-site page can send without asking the browser first. An upload
+// (POST /v1/media) is a form or an image; it is a write crossOrigin
+// guards, and it needs a bearer token no other page has.
 func (s *Server) v1JSONBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isV1(r) && hasBody(r) {
+		if isV1(r) && hasBody(r) && !isUpload(r) {
 			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if err != nil || mt != "application/json" {
 				noteCode(r, "unsupported_media_type")

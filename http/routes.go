@@ -41,6 +41,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /follow/or/not/{id}", auth(s.handleIsFollowing()))
 	mux.Handle("GET /follow/common/{id}", auth(s.handleCommonFollows()))
 
+	// Photos (media.go): uploads read their bodies themselves, after the
+	// login and the per-user limit.
+	mux.Handle("POST /upload/blog", s.requireUser(s.perUser(feed.WriteMedia, s.handleUpload())))
+	mux.Handle("GET /upload/blog/delete", auth(s.perUser(feed.WriteMedia, s.handleDeleteUpload())))
+	mux.Handle("GET /imgs/{path...}", s.handleImage())
+
 	// Native API (openapi.json): REST resources, snake_case JSON, HTTP statuses.
 	v1 := func(h http.Handler) http.Handler { return s.v1RequireUser(s.body(h)) }
 	mux.Handle("GET /v1/openapi.json", s.v1OpenAPI())
@@ -85,6 +91,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /v1/muted-words/{word}", v1(s.perUser(feed.WriteMutedWord, s.v1SetMutedWord(true))))
 	mux.Handle("DELETE /v1/muted-words/{word}", v1(s.perUser(feed.WriteMutedWord, s.v1SetMutedWord(false))))
 	mux.Handle("POST /v1/posts/{id}/report", v1(s.v1Report()))
+	mux.Handle("POST /v1/media", s.v1RequireUser(s.perUser(feed.WriteMedia, s.v1Upload())))
+	mux.Handle("GET /v1/media/{id}", v1(s.v1Media()))
+	mux.Handle("PATCH /v1/media/{id}", v1(s.perUser(feed.WriteMedia, s.v1PatchMedia())))
+	mux.Handle("DELETE /v1/media/{id}", v1(s.perUser(feed.WriteMedia, s.v1DeleteMedia())))
 	mux.Handle("GET /v1/notifications", v1(s.v1Notifications()))
 	mux.Handle("GET /v1/notifications/unread-count", v1(s.v1UnreadNotifications()))
 	mux.Handle("POST /v1/notifications/read", v1(s.perUser(feed.WriteNotification, s.v1ReadNotifications())))

@@ -74,6 +74,11 @@ type Server struct {
 	// held at once (DefaultBodyMemory if zero; body.go); past it, 503 with
 	// Retry-After.
 	BodyMemory int64
+	// UploadTimeout bounds how long an upload's body may take to arrive
+	// (DefaultUploadTimeout if zero; media.go); UploadDir is where it is
+	// kept meanwhile (os.TempDir() if empty).
+	UploadTimeout time.Duration
+	UploadDir     string
 
 	// SSO is the single sign-on of feedd's page (sso.go); nil: none.
 	SSO SSO
@@ -201,6 +206,10 @@ func jsonType(kind string) string {
 // limitBody refuses bodies over their limit (bodyLimit) with 413.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isUpload(r) {
+			next.ServeHTTP(w, r) // its own limits (media.go)
+			return
+		}
 		limit := bodyLimit(r)
 		if r.ContentLength > limit {
 			s.fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", limit))

@@ -88,7 +88,7 @@ func (s *Server) v1Fail(w http.ResponseWriter, r *http.Request, err error) {
 // and decode reports them as ETOOLARGE.
 func (s *Server) v1LimitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if limit := bodyLimit(r); r.ContentLength > limit && strings.HasPrefix(r.URL.Path, "/v1/") {
+		if limit := bodyLimit(r); r.ContentLength > limit && strings.HasPrefix(r.URL.Path, "/v1/") && !isUpload(r) {
 			s.v1Fail(w, r, feed.Errorf(feed.ETOOLARGE, "request body must be at most %d bytes", limit))
 			return
 		}
@@ -296,7 +296,9 @@ type v1PostFields struct {
 	Title   string   `json:"title"`
 	Content string   `json:"content"`
 	Images  []string `json:"images"`
-	ShopID  *int64   `json:"shop_id"`
+	// MediaIDs are the caller's uploads to show (POST /v1/media).
+	MediaIDs []int64 `json:"media_ids"`
+	ShopID   *int64  `json:"shop_id"`
 	// CommentPolicy is who may comment; absent or null: everyone.
 	CommentPolicy *string `json:"comment_policy"`
 	// QuoteOf makes the post a quote; QuotePolicy is who may quote it
@@ -313,7 +315,7 @@ func (in v1PostFields) input() (feed.PostInput, error) {
 			return feed.PostInput{}, feed.Errorf(feed.EINVALID, "images must be non-empty strings without commas")
 		}
 	}
-	post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ",")}
+	post := feed.PostInput{Title: in.Title, Content: in.Content, Images: strings.Join(in.Images, ","), MediaIDs: in.MediaIDs}
 	if in.ShopID != nil {
 		if *in.ShopID <= 0 {
 			return feed.PostInput{}, feed.Errorf(feed.EINVALID, "shop_id must be a positive integer or null")

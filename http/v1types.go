@@ -52,15 +52,17 @@ type V1Me struct {
 // V1Post is a post hydrated for its viewer. Content is the text as the
 // author sent it (native clients render text themselves).
 type V1Post struct {
-	ID           int64    `json:"id"`
-	Author       V1User   `json:"author"`
-	Title        string   `json:"title"`
-	Content      string   `json:"content"`
-	Images       []string `json:"images"`
-	ShopID       *int64   `json:"shop_id"`
-	LikeCount    int      `json:"like_count"`
-	CommentCount int      `json:"comment_count"`
-	LikedByMe    bool     `json:"liked_by_me"`
+	ID      int64    `json:"id"`
+	Author  V1User   `json:"author"`
+	Title   string   `json:"title"`
+	Content string   `json:"content"`
+	Images  []string `json:"images"`
+	// Media are the uploads the post shows, in order.
+	Media        []V1Media `json:"media"`
+	ShopID       *int64    `json:"shop_id"`
+	LikeCount    int       `json:"like_count"`
+	CommentCount int       `json:"comment_count"`
+	LikedByMe    bool      `json:"liked_by_me"`
 	// CommentPolicy is who may comment: everyone, following or nobody.
 	CommentPolicy string `json:"comment_policy"`
 	CreatedAt     string `json:"created_at"`
@@ -100,7 +102,7 @@ type V1Quote struct {
 func NewV1Post(v feed.PostView) V1Post {
 	p := V1Post{
 		ID: v.ID, Author: V1User{ID: v.UserID}, Title: v.Title, Content: v.Content,
-		Images: splitImages(v.Images), LikeCount: v.Liked, CommentCount: v.Comments, LikedByMe: v.IsLike,
+		Images: splitImages(v.Images), Media: v1MediaList(v.Media), LikeCount: v.Liked, CommentCount: v.Comments, LikedByMe: v.IsLike,
 		CommentPolicy: v.CommentPolicy.String(),
 		CreatedAt:     v.CreatedAt.UTC().Format(timeLayout), UpdatedAt: v.UpdatedAt.UTC().Format(timeLayout),
 		RepostCount: v.Reposts, QuoteCount: v.Quotes, RepostedByMe: v.Reposted, QuotePolicy: v.QuotePolicy.String(),

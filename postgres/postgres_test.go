@@ -55,7 +55,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	db, jobs := openWithJobs(t)
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db, Reposts: db,
-		Identities: db, APIKeys: db, Accounts: db,
+		Identities: db, APIKeys: db, Accounts: db, Media: db,
 		Inbox:  &postgres.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &postgres.Outbox{DB: db},
 		Jobs:   jobs,
@@ -450,6 +450,8 @@ func TestDeliverConcurrentCap(t *testing.T) {
 func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }
 
 func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+func TestMedia(t *testing.T) { feedtest.TestMedia(t, openBackend) }
 
 // BenchmarkImportFollows is feedd import's follows into PostgreSQL (COPY
 // through a staging table); rows per CPU second are this process's only

@@ -142,6 +142,9 @@ func (db *DB) CreatePost(ctx context.Context, p *feed.Post) error {
 				return err
 			}
 		}
+		if err := linkMedia(ctx, tx, p.ID, p.UserID, p.MediaIDs); err != nil {
+			return err
+		}
 		return db.enqueue(ctx, tx, feed.FanoutJob{PostID: p.ID, AuthorID: p.UserID, Score: p.Score()})
 	})
 }
@@ -220,6 +223,9 @@ func (db *DB) DeletePost(ctx context.Context, id, userID int64) error {
 			return feed.Errorf(feed.EFORBIDDEN, "only the author may delete this post")
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM likes WHERE post_id = $1`, id); err != nil {
+			return err
+		}
+		if err := unlinkMedia(ctx, tx, id, time.Now()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM posts WHERE id = $1`, id); err != nil {

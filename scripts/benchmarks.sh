@@ -139,12 +139,42 @@ step_import() {
 	run "$FEEDD" bench import --users 100000 --follows 20 --mysql "$MY" --hmdp-redis "$R" --json
 	run "$FEEDD" bench import --users 100000 --follows 20 --mysql "$MY" --hmdp-redis "$R" --database-url "$PG" --redis-url "$R" --json
 }
+step_media() {
+	# The previews against nginx on the same files (Debian's nginx, as
+	# scripts/test.sh installs it); then the same from a bucket of a
+	# versitygw of this run's own (start_s3).
+	run "$FEEDD" bench media --json
+	start_s3
+	run "$FEEDD" bench media --media-s3 "$S3" --media-s3-access-key bench --media-s3-secret-key-file "$S3_SECRET" --json
+}
 step_recovery() {
 	run scripts/test.sh -v -count=1 -run 'TestRedisBreaker|TestEmbeddedRestartRescuesAtOnce' ./cmd/feedd
 }
 
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read reposts publish durability stream freshness rank notify push writes comments server import capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read reposts publish durability stream freshness rank notify push writes comments server media import capacity mixed recovery soak)
+
+# start_s3 starts versitygw (built by scripts/test.sh into its cache) on
+# loopback for the media step, and sets S3 to a bucket's URL and
+# S3_SECRET to the file of its secret key.
+start_s3() {
+	[[ -z $S3 ]] || return 0
+	local bin=${XDG_CACHE_HOME:-$HOME/.cache}/feedd-test/versitygw-v1.8.0/versitygw
+	[[ -x $bin ]] || die "the media step needs versitygw (scripts/test.sh builds it into $(dirname "$bin"))"
+	mkdir -p "$TMP/s3/meta" "$TMP/s3/data"
+	local port
+	port=$(free_port)
+	ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret "$bin" --port "127.0.0.1:$port" posix --sidecar "$TMP/s3/meta" "$TMP/s3/data" \
+		</dev/null >"$TMP/s3.log" 2>&1 &
+	S3_PID=$!
+	for _ in $(seq 300); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		sleep 0.1
+	done
+	S3=http://127.0.0.1:$port/feedd-bench
+	S3_SECRET=$TMP/s3.secret
+	echo benchsecret >"$S3_SECRET"
+}
 
 # start_mariadb starts a MariaDB on loopback for the import step (once; as
 # PostgreSQL's user when run as root, as mariadbd refuses root), with a
@@ -208,11 +238,12 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/feedd-bench.XXXXXX")
-REDIS_PID="" PG_DATA="" PG_AS=() MY_DIR="" MY=""
+REDIS_PID="" PG_DATA="" PG_AS=() MY_DIR="" MY="" S3="" S3_PID=""
 cleanup() {
 	set +e
 	[[ -n $MY_DIR && -f $MY_DIR/mysqld.pid ]] && kill "$(head -n1 "$MY_DIR/mysqld.pid")" 2>/dev/null && sleep 2
 	[[ -n $REDIS_PID ]] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+	[[ -n $S3_PID ]] && kill "$S3_PID" 2>/dev/null && wait "$S3_PID" 2>/dev/null
 	[[ -n $PG_DATA ]] && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null 2>&1
 	rm -rf -- "$TMP"
 }

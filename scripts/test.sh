@@ -33,6 +33,14 @@
 #       FEED_TEST_MYSQL_DSN      feedd@tcp(127.0.0.1:PORT)/ (may create databases)
 #       FEED_REDIS_SERVER_BIN    path of redis-server, for tests that run their own
 #       FEED_TEST_OIDC_PROVIDER_BIN  the tests' OpenID provider (internal/testenv/oidcprovider, built here)
+#       FEED_TEST_S3_URL         http://127.0.0.1:PORT, a real S3 server (versitygw), with
+#       FEED_TEST_S3_ACCESS_KEY  its root credentials
+#       FEED_TEST_S3_SECRET_KEY
+#       FEED_S3_SERVER_BIN       path of versitygw, for tests that run their own
+#       FEED_NGINX_BIN           path of nginx, for feedd bench media's test
+#   versitygw is built with go install at $VERSITYGW_VERSION if missing, once,
+#   into ${XDG_CACHE_HOME:-$HOME/.cache}/feedd-test/ (outside the work tree);
+#   nginx is apt-installed if missing;
 # go vet and go test run in their own session; whatever the tests leave running
 # in it (e.g. a throwaway redis-server) is killed when go test ends. An EXIT
 # trap stops every server it started (and a still running go test) and removes
@@ -50,10 +58,12 @@ log() { printf 'test.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately, with the fixes it asks for
+VERSITYGW_VERSION=v1.8.0    # github.com/versity/versitygw: the S3 server of the media tests
 
 TMP=""          # temp dir holding everything
 CHILD_PID=""    # go vet / go test, run in its own session (pgid == pid)
 REDIS_PIDS=()   # redis-server processes (children of this shell)
+S3_PID=""       # versitygw
 PG_CTL=()       # command prefix to run pg_ctl as the PostgreSQL user
 PG_DIR=""       # $TMP/pg once initdb ran
 MYSQL_DIR=""    # $TMP/mysql once mariadb-install-db ran
@@ -89,6 +99,12 @@ cleanup() {
 			for _ in $(seq 100); do kill -0 "$mypid" 2>/dev/null || break; sleep 0.1; done
 			kill -KILL "$mypid" 2>/dev/null
 		fi
+	fi
+	if [[ -n $S3_PID ]]; then
+		kill -TERM "$S3_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$S3_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$S3_PID" 2>/dev/null
+		wait "$S3_PID" 2>/dev/null
 	fi
 	local pid
 	for pid in "${REDIS_PIDS[@]}"; do
@@ -164,6 +180,17 @@ if [[ -z ${FEED_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
 fi
 if [[ ! -x /usr/sbin/mariadbd ]] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb >/dev/null; then
 	apt_install mariadb-server # the tutorial's MySQL, for feedd import's tests (cmd/feedd/import_test.go)
+fi
+if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then
+	apt_install nginx # the baseline of feedd bench media (cmd/feedd/mediabench_test.go)
+fi
+NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
+VERSITYGW=${XDG_CACHE_HOME:-$HOME/.cache}/feedd-test/versitygw-$VERSITYGW_VERSION/versitygw
+if [[ ! -x $VERSITYGW ]]; then
+	log "building versitygw $VERSITYGW_VERSION (once; cached in $(dirname "$VERSITYGW"))"
+	mkdir -p "$(dirname "$VERSITYGW")"
+	GOBIN="$(dirname "$VERSITYGW")" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ||
+		die "go install versitygw failed"
 fi
 PG_BIN=${FEED_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [[ ! -x $PG_BIN/initdb || ! -x $PG_BIN/pg_ctl || ! -x $PG_BIN/postgres ]]; then
@@ -382,6 +409,34 @@ start_mariadb() {
 	die "could not start MariaDB on a free port"
 }
 
+# ---------------------------------------------------------------- S3
+
+# start_s3: versitygw serving S3 on loopback from $TMP/s3. Sets S3_PORT.
+start_s3() {
+	local dir=$TMP/s3 try port
+	mkdir -p "$dir/meta" "$dir/data"
+	for try in $(seq 5); do
+		pick_port
+		port=$PORT
+		ROOT_ACCESS_KEY=feeddtest ROOT_SECRET_KEY=feeddtestsecret "$VERSITYGW" --port "127.0.0.1:$port" \
+			posix --sidecar "$dir/meta" "$dir/data" </dev/null >"$dir/s3-$port.log" 2>&1 &
+		S3_PID=$!
+		for _ in $(seq 300); do
+			kill -0 "$S3_PID" 2>/dev/null || break
+			if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+				S3_PORT=$port
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -KILL "$S3_PID" 2>/dev/null
+		wait "$S3_PID" 2>/dev/null || true
+		S3_PID=""
+		log "versitygw did not start on port $port: $(tail -n 3 "$dir/s3-$port.log" 2>/dev/null | tr '\n' ' ')"
+	done
+	die "could not start versitygw on a free port"
+}
+
 # ---------------------------------------------------------------- start
 
 start_postgres
@@ -427,7 +482,11 @@ log "building the tests' OpenID provider"
 (cd internal/testenv/oidcprovider && go build -o "$TMP/oidcprovider" .) || die "build internal/testenv/oidcprovider failed"
 export FEED_TEST_OIDC_PROVIDER_BIN="$TMP/oidcprovider"
 
-log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER; temp dir $TMP"
+start_s3
+export FEED_TEST_S3_URL="http://127.0.0.1:$S3_PORT" FEED_TEST_S3_ACCESS_KEY=feeddtest FEED_TEST_S3_SECRET_KEY=feeddtestsecret
+export FEED_S3_SERVER_BIN="$VERSITYGW" FEED_NGINX_BIN="$NGINX_BIN"
+
+log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $FEED_TEST_REDIS_CLUSTER, s3 127.0.0.1:$S3_PORT; temp dir $TMP"
 
 # ---------------------------------------------------------------- tests
 

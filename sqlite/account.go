@@ -54,6 +54,8 @@ var exportQueries = map[string]exportQuery{
 	"reports": {sql: `SELECT 'post', post_id, reason, created_at FROM reports WHERE reporter_id = ?1
 			UNION ALL SELECT 'comment', comment_id, reason, created_at FROM comment_reports WHERE reporter_id = ?1`,
 		names: []string{"target", "target_id", "reason", "created_at"}},
+	"reposts": {sql: `SELECT id, post_id, created_at FROM reposts WHERE user_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3`,
+		names: []string{"id", "post_id", "created_at"}, keyed: true},
 	"markers": {sql: `SELECT timeline, last_read_id, version, updated_at FROM markers WHERE user_id = ?1 ORDER BY timeline`,
 		names: []string{"timeline", "last_read_id", "version", "updated_at"}},
 	"notifications": {sql: `SELECT id, kind, target_id, count, action, first_at, latest_at

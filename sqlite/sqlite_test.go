@@ -42,7 +42,7 @@ func openBackend(t *testing.T) *feedtest.Backend {
 	}
 	return &feedtest.Backend{
 		Users: db, Auth: db, Posts: db, Follows: db, Social: db, Filters: db, Ranks: db, Snapshots: db, Comments: db, Reposts: db,
-		Identities: db, APIKeys: db, Accounts: db,
+		Identities: db, APIKeys: db, Accounts: db, Media: db,
 		Inbox:  &sqlite.Inbox{DB: db, Cap: 1 << 20}, // the suites' model keeps everything
 		Outbox: &sqlite.Outbox{DB: db},
 		Jobs: func() []feed.Job {
@@ -147,6 +147,8 @@ func TestFilters(t *testing.T) { feedtest.TestFilters(t, openBackend) }
 func TestComments(t *testing.T) { feedtest.TestComments(t, openBackend) }
 
 func TestImportStore(t *testing.T) { feedtest.TestImportStore(t, openBackend) }
+
+func TestMedia(t *testing.T) { feedtest.TestMedia(t, openBackend) }
 
 // BenchmarkImportFollows is feedd import's follows into the embedded
 // store, with the writer tuned for a bulk load as feedd import's is

@@ -27,8 +27,10 @@ var static embed.FS
 const Prefix = "/assets/"
 
 // csp allows the page its own origin only: scripts, styles and API calls
-// (fetch) to the server that served it, no inline script, no framing.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+// (fetch) to the server that served it, no inline script, no framing;
+// images of its own origin, and blob: for the pictures a composer picked
+// before they are uploaded.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data: blob:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 type file struct {

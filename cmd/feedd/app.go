@@ -171,7 +171,7 @@ func serveHTTP(ctx context.Context, c *config, a *app) error {
 func newAPI(c *config, a *app) *feedhttp.Server {
 	streams := &feedhttp.Streams{Events: a.events, PerUser: c.streamUser, Max: c.streamMax, Heartbeat: streamHeartbeat, Trace: a.trace}
 	api := &feedhttp.Server{Service: a.service, Log: a.log, Health: a.health, Ready: a.ready, TrustedProxies: c.proxies, Observe: a.metrics, Streams: streams, Shed: c.shed(a), Unavailable: a.unavailable,
-		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory), SSO: a.sso}
+		AllowedOrigins: c.origins, BodyTimeout: c.bodyTimeout, BodyMemory: int64(c.bodyMemory), SSO: a.sso, UploadTimeout: c.media.uploadTimeout}
 	if c.accessLog {
 		api.AccessLog = a.log
 	}
@@ -196,6 +196,7 @@ type stores interface {
 	feed.APIKeyStore
 	feed.AccountStore
 	feed.RepostStore
+	feed.MediaStore
 }
 
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
@@ -206,9 +207,10 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.tracePosts {
 		a.trace = &feed.Tracer{Log: log}
 	}
+	opened := a // a is nil once an error is returned
 	defer func() {
 		if err != nil {
-			a.close()
+			opened.close()
 		}
 	}()
 	workers := c.workers
@@ -391,6 +393,11 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 	if c.noEvents {
 		deps.Events = nil
 	}
+	blobs, images, err := openMedia(ctx, c, a)
+	if err != nil {
+		return nil, err
+	}
+	deps.Media, deps.MediaSweepEvery = sweeper{a}, c.mediaSweepEvery()
 	if a.pgPool != nil {
 		// A job cut off by PostgreSQL restarting runs again once it is
 		// back (fanout/outage.go); on SQLite, River retries it.
@@ -436,6 +443,7 @@ func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err erro
 		ReportMinAge: c.reportMinAge, ReportLimit: c.reportLimit,
 		Notify: st, Comments: st, Markers: st, Reposts: st,
 		Identities: st, APIKeys: st, Accounts: st, AppIssuer: c.identity.issuer, ServerLimit: c.identity.serverLimit, PhoneLoginOff: !c.identity.phoneLogin,
+		Media: st, Blobs: blobs, Images: images, MediaLimits: c.mediaSettings(),
 	}
 	if a.service.Push, err = c.newPush(st); err != nil {
 		return nil, err

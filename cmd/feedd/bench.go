@@ -51,6 +51,9 @@ Usage:
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
   feedd bench import  [flags]   feedd import hmdp of a synthetic tutorial database of --users users (power-law
                                 follows) made on the MySQL server of --mysql: rows/s per table
+  feedd bench media   [flags]   uploads/s and p99 of a --media-photo-mp photo, --media-concurrency at once; peak
+                                memory while --media-big-clients upload a --media-big-mp image at once; previews
+                                read/s, --media-read-concurrency at once, from feedd and from nginx on the same files
 
 Every run wires feedd as 'feedd serve' does, with the serve flags below
 (--redis-url, --database-url, --workers, --fanout-batch ...). Without
@@ -79,17 +82,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, capacity or import")
+			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity, import or media")
 		}
 		return nil
 	}
 	sub := args[0]
 	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "server", "capacity", "import":
+	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "server", "capacity", "import", "media":
 	case streamClientsCmd:
 		return holdStreamClients(ctx, os.Stdin, stdout)
 	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity or import)", sub)
+		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity, import or media)", sub)
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -190,6 +193,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer s.Close()
 		}
 		env.Service = a.service
+		if c.media.s3URL == "" {
+			env.MediaDir = c.mediaDir()
+		}
 		if a.jobCounts != nil {
 			jobCounts := a.jobCounts
 			env.Jobs = func(ctx context.Context) (int64, error) {
@@ -399,6 +405,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			opt.Concurrency = bf.concurrency
 		}
 		r, err := bench.Server(ctx, env, opt)
+		if err != nil {
+			return err
+		}
+		out = r
+		text = r.Text()
+	case "media":
+		opt := bf.media
+		opt.Duration = bf.duration
+		r, err := bench.Media(ctx, env, opt)
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,7 @@ type benchFlags struct {
 	push         bench.PushOptions
 	comments     bench.CommentsOptions
 	server       bench.ServerOptions
+	media        bench.MediaOptions
 	mysql        string // import: the MySQL server
 	hmdpRedis    string // import: the tutorial's Redis, for likes
 	likes        int    // import: likes per post
@@ -73,7 +74,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.posts, "posts", 3, "read: posts each user publishes")
 	fs.Float64Var(&bf.repostShare, "repost-share", 0, "read: also measure feedd on a second graph of the same shape in which this share of each user's --posts are reposts (0: none)")
 	fs.IntVar(&bf.concurrency, "concurrency", 64, "read, writes: concurrent clients (writes: 32 unless given)")
-	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run")
+	fs.DurationVar(&bf.duration, "duration", 10*time.Second, "read: how long each path is measured, per run; mixed: how long arrivals are scheduled; writes: how long likes and follows are each measured, per run; media: how long previews are read from each server")
 	fs.IntVar(&bf.publishes, "publishes", 100, "publish: posts each author publishes; stream: posts of each latency phase")
 	fs.BoolVar(&bf.events, "events", true, "fanout: publish live timeline events, with this process subscribed as an API process would be (false: the baseline without streams)")
 	fs.IntVar(&bf.streams, "streams", 10_000, "stream: idle streams held open at once")
@@ -101,6 +102,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.IntVar(&bf.push.Subscriptions, "push-subscriptions", 2, fmt.Sprintf("push: push subscriptions of the author (1-%d)", feed.MaxPushSubscriptions))
 	declareCommentsBenchFlags(fs, &bf.comments)
 	declareServerBenchFlags(fs, &bf.server)
+	declareMediaBenchFlags(fs, &bf.media)
 	declareCapacityBenchFlags(fs, &bf.capacity)
 	return fs, func(fs *flag.FlagSet) map[string]bool {
 		set := map[string]bool{}
@@ -155,7 +157,9 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 	// refuse them, and they are not what is measured.
 	for name, l := range map[string]*feed.Limit{"post-limit-user": &c.writeLimits.Posts, "follow-limit-user": &c.writeLimits.Follows,
 		"like-limit-user": &c.writeLimits.Likes, "comment-limit-user": &c.writeLimits.Comments,
-		"repost-limit-user": &c.writeLimits.Reposts} {
+		"repost-limit-user": &c.writeLimits.Reposts,
+
+		"media-limit-user": &c.writeLimits.Media, "media-bytes-limit-user": &c.writeLimits.MediaBytes} {
 		if !set[name] {
 			*l = feed.Limit{}
 		}
@@ -201,6 +205,9 @@ func benchSettings(sub string, c *config, bf *benchFlags, set map[string]bool) e
 		c.rescueAfter = c.jobTimeout
 	}
 	if err := c.parseRedisURL(); err != nil {
+		return err
+	}
+	if err := c.checkMedia(); err != nil { // reads --media-s3-secret-key-file
 		return err
 	}
 	if c.redisFailover != nil {

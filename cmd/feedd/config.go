@@ -94,6 +94,8 @@ type config struct {
 	webhookSecretFile string
 	writeLimits       feed.WriteLimits
 	args              []string // the command line, for the admin listener's redacted cmdline
+	// Photos: where images live and the limits of uploads (media.go).
+	media mediaConfig
 
 	// An app's own users: its tokens, the server API, single sign-on
 	// (identity.go).
@@ -195,6 +197,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 
 	declareSecurityFlags(fs, c, fromEnv, help)
 	declareIdentityFlags(fs, c, fromEnv, help)
+	declareMediaFlags(fs, c, fromEnv, help)
 	return fs, errors.Join(errs...)
 }
 
@@ -300,6 +303,9 @@ func parseConfig(cmd string, args []string, getenv func(string) string, stderr i
 		return nil, err
 	}
 	if err := c.checkAbuse(); err != nil {
+		return nil, err
+	}
+	if err := c.checkMedia(); err != nil {
 		return nil, err
 	}
 	if cmd == "worker" && c.workers == 0 {

@@ -68,7 +68,7 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 		clk.frozen.Store(ms)
 		for n := 1 + rng.Intn(15); n > 0 && len(ids) < 200; n-- {
 			var id int64
-			s.must("POST", "/blog", author, map[string]any{"title": fmt.Sprintf("post %d", len(ids)), "content": "hello <world>\nline two", "images": "/imgs/a.jpg,/imgs/b.jpg", "shopId": 7}, &id)
+			s.must("POST", "/blog", author, map[string]any{"title": fmt.Sprintf("post %d", len(ids)), "content": "hello <world>\nline two", "images": "https://img.example/a.jpg,https://img.example/b.jpg", "shopId": 7}, &id)
 			ids = append(ids, id)
 		}
 	}

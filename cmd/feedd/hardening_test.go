@@ -41,7 +41,7 @@ func TestBadInputRefusedE2E(t *testing.T) {
 			t.Errorf("%s: POST /v1/posts = %d %s, want 400", name, resp.StatusCode, raw)
 		}
 	}
-	for _, ok := range []string{`{"title":"a < b","content":"c"}`, `{"title":"I <3 Go","content":"c","images":"/a.png,https://h/b.png"}`} {
+	for _, ok := range []string{`{"title":"a < b","content":"c"}`, `{"title":"I <3 Go","content":"c","images":"https://h/a.png,https://h/b.png"}`} {
 		if r := p.do("POST", "/blog", tok, ok); !r.Success {
 			t.Errorf("POST /blog %s: %s", ok, r.Raw)
 		}

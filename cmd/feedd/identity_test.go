@@ -443,6 +443,8 @@ func TestServerAPI(t *testing.T) {
 			c.want(204, "PUT", "/v1/blocks/{id}", is.app.hsToken("u4"), nil, nil, id["u1"])
 			c.want(204, "PUT", "/v1/muted-words/{word}", u1, nil, nil, "spoiler")
 			c.want(204, "POST", "/v1/posts/{id}/report", u1, map[string]string{"reason": "spam"}, nil, p3.ID)
+			c.want(204, "PUT", "/v1/posts/{id}/repost", u1, nil, nil, p3.ID)
+			c.want(200, "POST", "/v1/markers", u1, map[string]any{"timeline": map[string]any{"last_read_id": p3.ID}}, nil)
 
 			r := is.call("GET", "/v1/server/users/{ref}/export", nil, nil, 200, "u1")
 			var export map[string]json.RawMessage
@@ -450,7 +452,7 @@ func TestServerAPI(t *testing.T) {
 				t.Fatalf("export is not JSON: %v: %.300s", err, r.Raw)
 			}
 			for kind, want := range map[string]int{"identities": 1, "profile": 1, "posts": 1, "comments": 1, "likes": 1,
-				"following": 2, "followers": 2, "mutes": 1, "muted_words": 1, "reports": 1} {
+				"following": 2, "followers": 2, "mutes": 1, "muted_words": 1, "reports": 1, "reposts": 1, "markers": 1} {
 				var items []map[string]any
 				if err := json.Unmarshal(export[kind], &items); err != nil || len(items) != want {
 					t.Errorf("export's %s: %s, want %d items", kind, export[kind], want)

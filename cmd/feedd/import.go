@@ -27,6 +27,7 @@ type importFlags struct {
 	strict      bool
 	batch       int
 	resync      string
+	images      string
 }
 
 // importFlagSet is feedd import's flag set: serve's (the store it writes
@@ -44,6 +45,7 @@ func importFlagSet(c *config, f *importFlags, getenv func(string) string, out io
 	str(&f.mysql, "mysql", "FEED_IMPORT_MYSQL", "the tutorial's MySQL database, as a DSN user:password@tcp(host:3306)/hmdp (required; give a password by environment, not on a command line)")
 	str(&f.redis, "redis", "FEED_IMPORT_REDIS", "redis:// URL of the tutorial's Redis: likes from blog:liked:*, feeds from feed:* (empty: like counts only, no likers)")
 	str(&f.redisPrefix, "redis-key-prefix", "FEED_IMPORT_REDIS_KEY_PREFIX", "prefix of the tutorial's Redis keys, if it used one")
+	str(&f.images, "images", "FEED_IMPORT_IMAGES", "the tutorial's IMAGE_UPLOAD_DIR: the pictures its notes name (/imgs/blogs/...) are copied from it into feedd's image store under the same paths (empty: notes keep their paths, served by whatever served them)")
 	fs.BoolVar(&f.keepFeeds, "keep-feeds", false, "fill each inbox from the tutorial's feed:{userId} (needs --redis) instead of building it from the follows")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "read the whole source and report what would come over into an empty store; write nothing")
 	fs.BoolVar(&f.strict, "strict", false, "exit with status 1 when any row was skipped")
@@ -135,7 +137,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer closeSrc()
 	opts := hmdp.Options{KeepFeeds: f.keepFeeds, ResyncLikes: f.resync == "likes", Batch: f.batch, Backfill: c.backfill, InboxCap: c.inboxCap, PullThreshold: c.pullAt,
-		Log: log, Progress: stderr, Now: clock}
+		Log: log, Progress: stderr, Now: clock, ImagesDir: f.images}
 	where := "dry run"
 	if !f.dryRun {
 		c.workers = 0 // the import writes the store itself; no job is worked
@@ -149,6 +151,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 			return errors.New("this store cannot import")
 		}
 		opts.Store, opts.Inbox, opts.Outbox = st, a.service.Inbox, a.service.Outbox
+		if f.images != "" {
+			opts.Images = a.service
+		}
 		where = "SQLite in " + c.dataDir
 		if c.databaseURL != "" {
 			where = "PostgreSQL"

@@ -20,7 +20,7 @@ import (
 
 // secretFlags are the flags whose values are secrets: the admin listener's
 // /debug/pprof/cmdline shows them redacted, and each has a -file twin.
-var secretFlags = []string{"secret", "code-webhook-secret", "admin-token", "auth-jwt-secret", "oidc-client-secret"}
+var secretFlags = []string{"secret", "code-webhook-secret", "admin-token", "auth-jwt-secret", "oidc-client-secret", "media-s3-secret-key"}
 
 // redactedFlags are the flags whose values may hold credentials (URLs with
 // passwords): shown redacted too.

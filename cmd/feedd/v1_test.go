@@ -66,11 +66,11 @@ func TestV1API(t *testing.T) {
 	// Posts: 201 with Location; text as sent, images as an array.
 	var p apiPost
 	content := "hello <world> & \"friends\"\nline two"
-	r := c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "first", "content": content, "images": []string{"/imgs/a.jpg", "/imgs/b.jpg"}, "shop_id": 7}, &p)
+	r := c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "first", "content": content, "images": []string{"https://img.example/a.jpg", "https://img.example/b.jpg"}, "shop_id": 7}, &p)
 	if loc := r.Header.Get("Location"); loc != fmt.Sprintf("/v1/posts/%d", p.ID) {
 		t.Fatalf("Location %q for post %d", loc, p.ID)
 	}
-	if p.Content != content || p.Title != "first" || !slices.Equal(p.Images, []string{"/imgs/a.jpg", "/imgs/b.jpg"}) ||
+	if p.Content != content || p.Title != "first" || !slices.Equal(p.Images, []string{"https://img.example/a.jpg", "https://img.example/b.jpg"}) ||
 		p.ShopID == nil || *p.ShopID != 7 || p.Author.ID != aID || p.Author.NickName != meA.NickName || p.LikeCount != 0 || p.LikedByMe {
 		t.Fatalf("created post: %+v", p)
 	}
@@ -316,6 +316,7 @@ func TestV1API(t *testing.T) {
 	if methods.Phone {
 		t.Fatal("GET /v1/auth/methods says phone login is on with --phone-login=false")
 	}
+	v1MediaExchanges(t, c, a, b)
 
 	// 429 and 503 of the auth endpoints are exercised by abuse_test.go
 	// (TestCodeLimitPerClient, TestLoginFailLimit, TestWebhookSender),

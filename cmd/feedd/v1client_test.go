@@ -223,16 +223,17 @@ type apiProfile struct {
 }
 
 type apiPost struct {
-	ID        int64     `json:"id"`
-	Author    apiUser   `json:"author"`
-	Title     string    `json:"title"`
-	Content   string    `json:"content"`
-	Images    []string  `json:"images"`
-	ShopID    *int64    `json:"shop_id"`
-	LikeCount int       `json:"like_count"`
-	LikedByMe bool      `json:"liked_by_me"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID        int64      `json:"id"`
+	Author    apiUser    `json:"author"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"`
+	Images    []string   `json:"images"`
+	Media     []apiMedia `json:"media"`
+	ShopID    *int64     `json:"shop_id"`
+	LikeCount int        `json:"like_count"`
+	LikedByMe bool       `json:"liked_by_me"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 	// CommentCount and CommentPolicy: comments.
 	CommentCount  int    `json:"comment_count"`
 	CommentPolicy string `json:"comment_policy"`

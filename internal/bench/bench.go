@@ -76,6 +76,10 @@ type Env struct {
 	// nil where there are none.
 	Metric func(name string) (float64, error)
 
+	// MediaDir is the directory of the image files (--media-dir); "" when
+	// the images are in S3.
+	MediaDir string
+
 	// Progress receives progress lines (stderr); nil for none.
 	Progress io.Writer
 	// Now is the clock (time.Now if nil).
@@ -305,7 +309,7 @@ func benchPost(i int) feed.PostInput {
 	return feed.PostInput{
 		Title:   fmt.Sprintf("bench post %d", i),
 		Content: "A post published by feedd bench.\nIt has two lines & an ampersand.",
-		Images:  "/imgs/bench/1.jpg,/imgs/bench/2.jpg",
+		Images:  "https://img.example/bench/1.jpg,https://img.example/bench/2.jpg",
 	}
 }
 

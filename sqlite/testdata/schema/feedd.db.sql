@@ -28,6 +28,15 @@ CREATE TABLE likes (id INTEGER PRIMARY KEY AUTOINCREMENT, post_id INTEGER NOT NU
 CREATE INDEX likes_user ON likes (user_id, post_id, created_at, author_id);
 CREATE TABLE login_codes (phone TEXT PRIMARY KEY, code_hash TEXT NOT NULL, sent_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE markers (user_id INTEGER NOT NULL, timeline TEXT NOT NULL, last_read_id INTEGER NOT NULL, score INTEGER NOT NULL, version INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (user_id, timeline)) WITHOUT ROWID;
+CREATE TABLE media (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER NOT NULL REFERENCES users (id), blob_id INTEGER NOT NULL REFERENCES media_blobs (id), name TEXT NOT NULL UNIQUE, alt TEXT NOT NULL DEFAULT '', post_id INTEGER REFERENCES posts (id) ON DELETE SET NULL, position INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, unused_since INTEGER NOT NULL);
+CREATE INDEX media_blob ON media (blob_id);
+CREATE INDEX media_post ON media (post_id, position);
+CREATE INDEX media_unused ON media (unused_since) WHERE post_id IS NULL;
+CREATE INDEX media_user ON media (user_id);
+CREATE TABLE media_blobs (id INTEGER PRIMARY KEY AUTOINCREMENT, object_key TEXT NOT NULL UNIQUE, source_hash TEXT NOT NULL, content_type TEXT NOT NULL, width INTEGER NOT NULL, height INTEGER NOT NULL, bytes INTEGER NOT NULL, blurhash TEXT NOT NULL, ready INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);
+CREATE INDEX media_blobs_pending ON media_blobs (created_at) WHERE ready = 0;
+CREATE INDEX media_blobs_source ON media_blobs (source_hash) WHERE ready = 1;
+CREATE TABLE media_trash (object_key TEXT PRIMARY KEY);
 CREATE TABLE muted_words (user_id INTEGER NOT NULL, word TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (user_id, word)) WITHOUT ROWID;
 CREATE TABLE mutes (user_id INTEGER NOT NULL, muted_id INTEGER NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (user_id, muted_id)) WITHOUT ROWID;
 CREATE TABLE notify_actors (group_id INTEGER NOT NULL REFERENCES notify_groups (id) ON DELETE CASCADE, actor_id INTEGER NOT NULL, at INTEGER NOT NULL, retracted INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (group_id, actor_id)) WITHOUT ROWID;

@@ -15,6 +15,7 @@ import { setTime } from './time.js';
 import { Markers, topPost } from './markers.js';
 import { Push } from './push.js';
 import { decorate } from './reposts.js';
+import { renderMedia, Attachments } from './media.js';
 
 const $ = (id) => document.getElementById(id);
 const views = ['login', 'home', 'user', 'post', 'notifications'];
@@ -74,6 +75,7 @@ function renderPost(p) {
   el.querySelector('.open').href = '#/posts/' + p.id;
   el.querySelector('.title').textContent = p.title;
   el.querySelector('.content').textContent = p.content;
+  renderMedia(el.querySelector('.media'), p.media);
   const comments = el.querySelector('.comments-link');
   comments.href = '#/posts/' + p.id;
   comments.prepend(icon('comment'));
@@ -297,13 +299,16 @@ addEventListener('scroll', () => {
     if (p && (!topSeen || feedOrder(p, topSeen) < 0)) { topSeen = p; marks.seen(p.id); }
   });
 }, { passive: true });
+const attachments = new Attachments({ list: $('attachments'), input: $('compose-files'), drop: $('compose'), msg: $('compose-msg') });
 
 $('compose').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  const btn = ev.submitter || $('compose').querySelector('button');
+  const btn = ev.submitter || $('compose').querySelector('button[type=submit]');
   busy(btn, $('compose-msg'), async () => {
-    const p = await api('POST', '/v1/posts', { title: $('compose-title').value, content: $('compose-content').value });
+    const mediaIDs = await attachments.ids();
+    const p = await api('POST', '/v1/posts', { title: $('compose-title').value, content: $('compose-content').value, media_ids: mediaIDs });
     $('compose').reset();
+    attachments.clear();
     pending = pending.filter((q) => q.id !== p.id);
     timeline.place(p);
     paintBanner();
