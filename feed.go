@@ -21,4 +21,5 @@
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
 //	error.go    error codes
+//	version.go  the release this source is, and the refusal of a newer database
 package feed
