@@ -8,7 +8,8 @@ CREATE INDEX comments_thread ON comments (parent_id, created_at, id) WHERE paren
 CREATE INDEX comments_top ON comments (post_id, liked, created_at, id) WHERE parent_id = 0;
 CREATE INDEX comments_user ON comments (user_id, created_at, post_id);
 CREATE TABLE feedd_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE feedd_migrations (name TEXT PRIMARY KEY);
+CREATE VIEW feedd_migrations AS SELECT [this database was upgraded by feedd 0.2.0 or later, and an older feedd cannot run it: run the newer feedd, or restore the backup taken before the upgrade]() AS name;
+CREATE TABLE feedd_schema_migrations (name TEXT PRIMARY KEY, release TEXT NOT NULL, applied_at INTEGER NOT NULL);
 CREATE TABLE follows (follower_id INTEGER NOT NULL, followee_id INTEGER NOT NULL, created_at INTEGER NOT NULL, pull INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
 CREATE INDEX follows_followee ON follows (followee_id, follower_id);
 CREATE INDEX follows_pull ON follows (follower_id, followee_id) WHERE pull <> 0;
