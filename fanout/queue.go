@@ -111,7 +111,7 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		deps.Log = log
 	}
 	if cfg.Wake != nil {
-		driver = WithWake(driver, cfg.Wake)
+		driver = WithWake(driver, cfg.Wake, cfg.PollInterval)
 		deps.wake = cfg.Wake
 	}
 	workers := river.NewWorkers()
