@@ -19,8 +19,9 @@ import (
 // Wake tells this process's workers at once that this process committed
 // new jobs, on a database without LISTEN/NOTIFY (SQLite). Without it idle
 // workers find new jobs only by polling for them, and polling often enough
-// for a fresh feed (every 50 ms) costs an idle process several percent of a
-// core (a fetch is a write transaction on SQLite); with it they poll rarely
+// for a fresh feed (every 50 ms) keeps an idle process busy (a fetch is a
+// write transaction on SQLite; BENCHMARKS.md, "Overload", has the idle
+// figure); with it they poll rarely
 // (a job inserted by another process, or a retry coming due, waits for the
 // next poll) and still start a job as soon as it is committed here.
 //
@@ -83,7 +84,8 @@ func (w *Wake) notify(queues ...string) {
 // WithWake, and every controlPoll for controlWindow after this process
 // wrote one itself, so that a cancel made here reaches this process's
 // workers at once. Read every 50 ms all the time, as River's own SQLite
-// listener does, the table cost an idle process about a percent of a core.
+// listener does, the table was most of an idle process's CPU
+// (BENCHMARKS.md, "Against the previous release").
 const (
 	controlPoll   = 20 * time.Millisecond
 	controlWindow = 5 * time.Second

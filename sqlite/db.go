@@ -109,9 +109,8 @@ type Options struct {
 	// every 100,000 pages (400 MiB) instead of every 1,000. A load that
 	// inserts into large B-trees out of key order reads each page back
 	// from the file otherwise, and copies each page it dirtied into the
-	// database at every checkpoint. Follows (feedtest.BenchImportFollows):
-	// 400,000 among 50,000 users, 39,000 -> 75,000 rows per CPU second for
-	// the cache; 2M among 100,000, 47,000 -> 59,000 for the checkpoints.
+	// database at every checkpoint (feedtest.BenchImportFollows measures
+	// both; BENCHMARKS.md, "Importing from hmdp").
 	Bulk bool
 }
 
@@ -374,8 +373,8 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 
 // read runs a query on the read pool. Its connections keep their
 // prepared statements (stmtcache.go): SQLite spends much of a small query
-// parsing and planning its text (a quarter of feedd's CPU under a
-// feed-read load, BENCHMARKS.md "Overload").
+// parsing and planning its text, a large share of feedd's CPU under a
+// feed-read load (BENCHMARKS.md, "Overload").
 func (db *DB) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.Read.QueryContext(ctx, query, args...)
 }
