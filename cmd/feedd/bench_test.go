@@ -385,7 +385,8 @@ func TestBenchCapacity(t *testing.T) {
 
 // TestBenchCapacityCheck: the simulation's visits replayed through the real
 // server on PostgreSQL and Redis agree with what it counted: the same
-// pages, and deliveries and pull reads per page within 5%.
+// pages, and deliveries, pull reads per page and the bytes of the inboxes
+// and outboxes within 5%.
 func TestBenchCapacityCheck(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "capacity", "--check", "--users", "1500", "--follows-mean", "20", "--days", "0.3", "--warmup-days", "0",
@@ -400,7 +401,7 @@ func TestBenchCapacityCheck(t *testing.T) {
 	if diff["pages"] != 0.0 {
 		t.Errorf("pages: simulated %v, real %v", sim["pages"], check["real"])
 	}
-	for _, k := range []string{"deliveries", "pull_reads_per_page"} {
+	for _, k := range []string{"deliveries", "pull_reads_per_page", "redis_bytes"} {
 		if d, ok := diff[k].(float64); !ok || d < -5 || d > 5 {
 			t.Errorf("%s: %v%% apart (simulated %v, real %v)", k, diff[k], sim, check["real"])
 		}
