@@ -7,6 +7,7 @@
 //
 //	cursor.go   feed order, bounds, both cursors, page limits
 //	read.go     reading a feed: inbox, outbox, merge, rebuild, hydrate
+//	delivery.go the delivery rules: push or pull, who is skipped, rebuilds, backfills
 //	auth.go     login codes and sessions
 //	limit.go    abuse limits: RateStore, N/DURATION limits
 //	post.go     posts and likes

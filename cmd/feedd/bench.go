@@ -43,7 +43,7 @@ Usage:
   feedd bench comments [flags]  comments/s on one post, the first page of a 100,000-comment post against a
                                 10-comment one (both orders), and the delete of the big post
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
-                                distribution rules, priced with costs measured on --redis-url and
+                                delivery rules, priced with costs measured on --redis-url and
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
   feedd bench import  [flags]   feedd import hmdp of a synthetic tutorial database of --users users (power-law
                                 follows) made on the MySQL server of --mysql: rows/s per table
