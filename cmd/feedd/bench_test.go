@@ -96,6 +96,7 @@ func noKeysLeft(t *testing.T, url, prefix string) {
 }
 
 func TestBenchFanoutEmbedded(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--runs", "2")
 	wantFields(t, out, fanoutFields...)
 	if out["followers"] != 3000.0 {
@@ -104,6 +105,7 @@ func TestBenchFanoutEmbedded(t *testing.T) {
 }
 
 func TestBenchFanoutRedis(t *testing.T) {
+	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--redis-url", url, "--redis-prefix", prefix)
 	wantFields(t, out, fanoutFields...)
@@ -111,11 +113,13 @@ func TestBenchFanoutRedis(t *testing.T) {
 }
 
 func TestBenchFanoutPostgres(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--database-url", testenv.PostgresURL(t))
 	wantFields(t, out, fanoutFields...)
 }
 
 func TestBenchReadEmbedded(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, readFields...)
 }
@@ -125,6 +129,7 @@ func TestBenchReadEmbedded(t *testing.T) {
 // slot is shed at once here (--shed-wait 1ns): the benchmark's server must
 // not shed its load, or the warm-up fails with 503.
 func TestBenchReadNoShedding(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--duration", "300ms", "--shed-wait", "1ns")
 	wantFields(t, out, readFields...)
 }
@@ -132,6 +137,7 @@ func TestBenchReadNoShedding(t *testing.T) {
 // TestBenchReadRedis fills inboxes of 48 entries, past a packed head
 // (the default layout), so the seed path reads what Read copied for it.
 func TestBenchReadRedis(t *testing.T) {
+	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "8", "--concurrency", "4", "--duration", "300ms",
 		"--redis-url", url, "--redis-prefix", prefix)
@@ -140,6 +146,7 @@ func TestBenchReadRedis(t *testing.T) {
 }
 
 func TestBenchPublish(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "publish", "--followers", "500", "--publishes", "5", "--interval", "1ms")
 	wantFields(t, out, "followers", "publishes", "idle_p50_ms", "idle_p99_ms", "small_p50_ms", "small_p99_ms",
 		"large_p50_ms", "large_p99_ms", "p99_ratio")
@@ -227,6 +234,7 @@ func checkMixed(t *testing.T, out map[string]any) {
 // machine under -race even a light load may shed every probe publish, and
 // these check the benchmark, not feedd's limits (http/shed_test.go does).
 func TestBenchMixedEmbedded(t *testing.T) {
+	t.Parallel()
 	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
 		"--max-reads", "0", "--max-writes", "0"))
 }
@@ -234,6 +242,7 @@ func TestBenchMixedEmbedded(t *testing.T) {
 // TestBenchMixedPostgresApart is also a short soak: its samples carry the
 // gauges that BENCHMARKS.md's soak table is made of.
 func TestBenchMixedPostgresApart(t *testing.T) {
+	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
 		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart",
@@ -262,6 +271,7 @@ func TestBenchMixedPostgresApart(t *testing.T) {
 // the per-user write limits' refusal of a client's 61st follow in a
 // minute), with the lowered synchronous level named in the report.
 func TestBenchWrites(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "writes", "--users", "40", "--concurrency", "4", "--duration", "1s", "--runs", "2", "--sqlite-synchronous", "normal")
 	for _, f := range []string{"setup_s", "likes_per_s", "likes_p50_ms", "likes_p99_ms", "follows_per_s", "follows_p50_ms", "follows_p99_ms"} {
 		if x, ok := out[f].(float64); !ok || x <= 0 {
@@ -302,6 +312,7 @@ func TestBenchTimeoutDefault(t *testing.T) {
 // on the MySQL server, imports it, reports each phase's rate, and removes
 // the database and the likes' keys.
 func TestBenchImport(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.MySQLDSN(t) // the server's; the benchmark makes a database of its own
 	redisURL, _ := testenv.RedisURL(t)
 	out := runBenchJSON(t, "import", "--users", "300", "--mysql", dsn, "--hmdp-redis", redisURL)
@@ -338,6 +349,7 @@ func TestBenchImport(t *testing.T) {
 // (no server), the growth planned at two more, and a threshold sweep at
 // two read ratios with the cheapest threshold of each.
 func TestBenchCapacity(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "capacity", "--sizes", "2000,4000", "--plan", "100000,1000000", "--warmup-days", "3", "--days", "0.5",
 		"--costs", "testdata/capacity-costs.json", "--sweep", "0,50,500", "--sweep-reads", "0.5,2")
 	runs, _ := out["runs"].([]any)
@@ -388,6 +400,7 @@ func TestBenchCapacity(t *testing.T) {
 // pages, and deliveries, pull reads per page and the bytes of the inboxes
 // and outboxes within 5%.
 func TestBenchCapacityCheck(t *testing.T) {
+	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "capacity", "--check", "--users", "1500", "--follows-mean", "20", "--days", "0.3", "--warmup-days", "0",
 		"--pull-threshold", "150", "--costs", "testdata/capacity-costs.json",

@@ -121,6 +121,7 @@ func TestResendWaitAfterBurn(t *testing.T) {
 // refused resends and a second phone's code, the budget is spent, and only
 // then.
 func TestCodeTotalSpentOnlyBySends(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-total", "2/1h")
 	p := s.from("127.0.0.2")
 	if r := p.do("POST", "/user/code?phone="+abusePhone(1), "", nil); !r.Success {
@@ -142,6 +143,7 @@ func TestCodeTotalSpentOnlyBySends(t *testing.T) {
 // --login-fail-limit-client (6) answers that looked at a code; the others
 // are told to wait (or shed by --max-writes, also unseen).
 func TestLoginFailLimitConcurrent(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--login-fail-limit-client", "6/10m")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
 	codes := map[string]int{}

@@ -90,6 +90,7 @@ func headCommit(t *testing.T) string {
 // empty directory.) Each binary is static, built with -trimpath, and says
 // which commit it was built from.
 func TestReleaseReproducible(t *testing.T) {
+	t.Parallel()
 	head := headCommit(t)
 	first := releaseBuild(t)
 	second := t.TempDir()
@@ -134,6 +135,7 @@ func TestReleaseReproducible(t *testing.T) {
 // login code request that writes to its SQLite files, on loopback; it
 // stops cleanly on SIGTERM.
 func TestReleaseBinaryInEmptyRoot(t *testing.T) {
+	t.Parallel()
 	head := headCommit(t)
 	var enter []string
 	switch {

@@ -119,6 +119,7 @@ func semverLess(a, b string) bool {
 // names the release, the commit of the tree it was built from, and the Go
 // version.
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		var out, errOut bytes.Buffer
 		if err := run(t.Context(), args, env(), &out, &errOut); err != nil {
