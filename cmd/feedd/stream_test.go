@@ -240,7 +240,6 @@ func logLatency(t *testing.T, lat []time.Duration) {
 
 // TestStreamEmbedded: the stream's contract on the embedded default.
 func TestStreamEmbedded(t *testing.T) {
-	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--workers", "1")
 	logLatency(t, testStream(t, newV1Client(t, s)))
 }
