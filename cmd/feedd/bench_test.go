@@ -234,7 +234,6 @@ func checkMixed(t *testing.T, out map[string]any) {
 // machine under -race even a light load may shed every probe publish, and
 // these check the benchmark, not feedd's limits (http/shed_test.go does).
 func TestBenchMixedEmbedded(t *testing.T) {
-	t.Parallel()
 	checkMixed(t, runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
 		"--max-reads", "0", "--max-writes", "0"))
 }
@@ -242,7 +241,6 @@ func TestBenchMixedEmbedded(t *testing.T) {
 // TestBenchMixedPostgresApart is also a short soak: its samples carry the
 // gauges that BENCHMARKS.md's soak table is made of.
 func TestBenchMixedPostgresApart(t *testing.T) {
-	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "mixed", "--users", "30", "--follows", "5", "--rate", "100", "--duration", "2s", "--publish-share", "0.1",
 		"--max-reads", "0", "--max-writes", "0", "--database-url", testenv.PostgresURL(t), "--redis-url", url, "--redis-prefix", prefix, "--apart",
