@@ -96,7 +96,6 @@ func noKeysLeft(t *testing.T, url, prefix string) {
 }
 
 func TestBenchFanoutEmbedded(t *testing.T) {
-	t.Parallel()
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--runs", "2")
 	wantFields(t, out, fanoutFields...)
 	if out["followers"] != 3000.0 {
@@ -105,7 +104,6 @@ func TestBenchFanoutEmbedded(t *testing.T) {
 }
 
 func TestBenchFanoutRedis(t *testing.T) {
-	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--redis-url", url, "--redis-prefix", prefix)
 	wantFields(t, out, fanoutFields...)
@@ -119,7 +117,6 @@ func TestBenchFanoutPostgres(t *testing.T) {
 }
 
 func TestBenchReadEmbedded(t *testing.T) {
-	t.Parallel()
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, readFields...)
 }
@@ -129,7 +126,6 @@ func TestBenchReadEmbedded(t *testing.T) {
 // slot is shed at once here (--shed-wait 1ns): the benchmark's server must
 // not shed its load, or the warm-up fails with 503.
 func TestBenchReadNoShedding(t *testing.T) {
-	t.Parallel()
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--duration", "300ms", "--shed-wait", "1ns")
 	wantFields(t, out, readFields...)
 }
@@ -137,7 +133,6 @@ func TestBenchReadNoShedding(t *testing.T) {
 // TestBenchReadRedis fills inboxes of 48 entries, past a packed head
 // (the default layout), so the seed path reads what Read copied for it.
 func TestBenchReadRedis(t *testing.T) {
-	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "8", "--concurrency", "4", "--duration", "300ms",
 		"--redis-url", url, "--redis-prefix", prefix)
@@ -398,7 +393,6 @@ func TestBenchCapacity(t *testing.T) {
 // pages, and deliveries, pull reads per page and the bytes of the inboxes
 // and outboxes within 5%.
 func TestBenchCapacityCheck(t *testing.T) {
-	t.Parallel()
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "capacity", "--check", "--users", "1500", "--follows-mean", "20", "--days", "0.3", "--warmup-days", "0",
 		"--pull-threshold", "150", "--costs", "testdata/capacity-costs.json",

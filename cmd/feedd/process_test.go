@@ -7,18 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// parallelTests is how many of this package's parallel tests run at once
-// by default (TestMain).
-const parallelTests = 4
 
 var (
 	buildOnce sync.Once
@@ -27,16 +21,8 @@ var (
 )
 
 // TestMain removes the feedd binaries that process and release tests build.
-// The parallel tests here mostly wait (on their servers, PostgreSQL, Redis,
-// a browser), so unless -parallel is given, up to parallelTests of them run
-// at once rather than go test's GOMAXPROCS.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		flag.Set("test.parallel", strconv.Itoa(max(parallelTests, runtime.GOMAXPROCS(0))))
-	}
 	if releaseTestsRun() {
 		startReleaseBuild()
 	}
