@@ -7,8 +7,8 @@ import (
 
 // The wire form of events, written and read without encoding/json: a
 // fan-out's event names up to a batch of users, and every API process
-// reads every event, so decoding it with encoding/json was 8% of a 1M
-// fan-out's CPU (BENCHMARKS.md "Fan-out"). The
+// reads every event, and decoding it with encoding/json was a share of a
+// big fan-out's CPU worth removing (BENCHMARKS.md, "Fan-out"). The
 // bytes are exactly those json.Marshal writes for wireEvent, so processes
 // of either kind read each other's events.
 

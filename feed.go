@@ -7,6 +7,7 @@
 //
 //	cursor.go   feed order, bounds, both cursors, page limits
 //	read.go     reading a feed: inbox, outbox, merge, rebuild, hydrate
+//	delivery.go the delivery rules: push or pull, who is skipped, rebuilds, backfills
 //	auth.go     login codes and sessions
 //	limit.go    abuse limits: RateStore, N/DURATION limits
 //	post.go     posts and likes
@@ -21,4 +22,5 @@
 //	observe.go  hooks for metrics (Observer)
 //	service.go  Service and the defaults
 //	error.go    error codes
+//	version.go  the release this source is, and the refusal of a newer database
 package feed

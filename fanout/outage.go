@@ -10,10 +10,10 @@ import (
 // database and runs again within the same attempt, instead of failing: a
 // failed attempt is recorded only once River's completer reaches the
 // database again, which it retries after 1, 2, 4 ... s, and the retry is
-// fetched after that, so a job running when the database went away for
-// 3 s finished ~8 s after its return (docs/operations.md, "When PostgreSQL
-// restarts"). Every job is idempotent, so running it again from the start
-// writes nothing twice.
+// fetched after that, seconds after the database's return
+// (docs/operations.md, "When PostgreSQL restarts", has the measured case).
+// Every job is idempotent, so running it again from the start writes
+// nothing twice.
 
 // outageChecks are how often, and outageReruns how many times, a job cut
 // off by an outage looks for the database and runs again; past them (or

@@ -84,9 +84,9 @@ type Config struct {
 	// InsertUnread inserts jobs without reading their rows back (River's
 	// InsertManyFastTx). On SQLite that is the same INSERT without its
 	// RETURNING, and the API's small writes that insert a job (a follow)
-	// run ~20% faster on the one writer (BENCHMARKS.md, "Small writes
-	// (group commit)"). On PostgreSQL it would be a COPY, a round trip
-	// more for a single job: leave it false there.
+	// run faster on the one writer (BENCHMARKS.md, "Small writes (group
+	// commit)"). On PostgreSQL it would be a COPY, a round trip more for
+	// a single job: leave it false there.
 	InsertUnread bool
 	// MaxAttempts is how many times a job that fails (other than for an
 	// inbox store outage, which snoozes it) is tried before it is
@@ -122,7 +122,7 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		deps.Log = log
 	}
 	if cfg.Wake != nil {
-		driver = WithWake(driver, cfg.Wake)
+		driver = WithWake(driver, cfg.Wake, cfg.PollInterval)
 		deps.wake = cfg.Wake
 	}
 	workers := river.NewWorkers()
@@ -161,9 +161,10 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 		// River's reindexer rebuilds the job table's indexes (REINDEX
 		// CONCURRENTLY, on the leader), by default once a day. A GIN index
 		// never frees the pages of its entry tree, and every job's args
-		// are new keys in river_job_args_index: it grew ~116 bytes a job
+		// are new keys in river_job_args_index: it grew with every job
 		// however few rows the cleaner left, a day's jobs before each
-		// rebuild (docs/operations.md, "What may grow").
+		// rebuild (docs/operations.md, "What may grow"; BENCHMARKS.md,
+		// "Soak").
 		// Hourly, a rebuild reads a table of --job-retention's completed
 		// jobs plus the backlog; River cancels one that takes over a minute.
 		rc.ReindexerSchedule = river.PeriodicInterval(time.Hour)
@@ -171,16 +172,16 @@ func New[TTx any](driver riverdriver.Driver[TTx], cfg Config, deps *Deps) (*Queu
 	// FetchCooldown is two things in River. In a process that works jobs it
 	// is the least time between two fetches: River fetches at most
 	// MaxWorkers jobs per FetchCooldown, so its default (100 ms) held short
-	// jobs to 10 per worker per second: 40 posts/s on PostgreSQL with 4
-	// workers (feedd bench read: 9000 posts fanned out in 225 s; 4 s with
-	// 2 ms, and 23 s -> 7 s on SQLite). In every client, one that only
-	// inserts too, it is the least time between two NOTIFYs of new jobs: an
-	// insert within 100 ms of the last notified one sent none, and its job
-	// waited for the next NOTIFY or the workers' 1 s poll. API processes
-	// apart from their workers (serve --workers 0) delivered posts 30 ms
-	// apart after p90 350 ms, max 880 ms, out of order (feedd bench stream
-	// --apart). At 2 ms every post's commit wakes the workers
-	// (docs/operations.md, "From a post to its followers' streams").
+	// jobs to 10 per worker per second, which a burst of posts waits on
+	// (feedd bench read fans out its posts before it reads). In every
+	// client, one that only inserts too, it is the least time between two
+	// NOTIFYs of new jobs: an insert within 100 ms of the last notified one
+	// sent none, and its job waited for the next NOTIFY or the workers' 1 s
+	// poll, so API processes apart from their workers (serve --workers 0)
+	// delivered posts late and out of order (feedd bench stream --apart).
+	// At 2 ms every post's commit wakes the workers (docs/operations.md,
+	// "From a post to its followers' streams"; BENCHMARKS.md, "Freshness
+	// (workers apart)").
 	rc.FetchCooldown = fetchCooldown
 	if cfg.Workers > 0 {
 		followCooldown := followFetchCooldown

@@ -27,7 +27,7 @@ import (
 // is never lost while another is pending.
 func TestWakeQueues(t *testing.T) {
 	w := fanout.NewWake()
-	d := fanout.WithWake(riversqlite.New(newWorld(t, 0).db.Write), w)
+	d := fanout.WithWake(riversqlite.New(newWorld(t, 0).db.Write), w, time.Second)
 	if d.SupportsListenNotify() {
 		t.Error("the wired driver would still write River's notifications to the database")
 	}
@@ -109,14 +109,15 @@ func (b *blockedInbox) Deliver(ctx context.Context, e feed.Entry, ids []int64) e
 
 // TestCancelFromDashboard: on the embedded default (SQLite, workers woken
 // by Wake), a running job cancelled from River's job dashboard (riverui's
-// API, as the admin listener serves it) has its context cancelled, well
-// before River's fallback poll for cancellations (a minute when the driver
-// has a listener), and ends cancelled, not to be retried.
+// API, as the admin listener serves it) has its context cancelled at once,
+// though the table of notifications is read only every minute otherwise
+// (the poll interval here) and River's fallback poll for cancellations is
+// a minute too, and ends cancelled, not to be retried.
 func TestCancelFromDashboard(t *testing.T) {
 	w := newWorld(t, 1)
 	ib := &blockedInbox{Inbox: w.inbox, running: make(chan struct{}), cause: make(chan error, 1)}
 	wake := fanout.NewWake()
-	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 1, Wake: wake},
+	q, err := fanout.New(riversqlite.New(w.db.Write), fanout.Config{Workers: 1, Wake: wake, PollInterval: time.Minute},
 		&fanout.Deps{Follows: w.db, Users: w.db, Social: w.db, Outbox: &sqlite.Outbox{DB: w.db}, Inbox: ib})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestCancelFromDashboard(t *testing.T) {
 			t.Errorf("the job's context ended with %v, want its cancellation", cause)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the running job's context was not cancelled within 20 s of its cancellation")
+		t.Fatal("the running job's context was not cancelled within 20 s of its cancellation (the table of notifications is read every minute)")
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for state := ""; state != "cancelled"; time.Sleep(20 * time.Millisecond) {

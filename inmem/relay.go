@@ -82,7 +82,8 @@ func (r *Relay) run(ctx context.Context) {
 			if r.hub.Len() == 0 {
 				// No stream open here: nothing to decode the event for (a
 				// fan-out's event names up to a batch of users; decoding
-				// them was 8% of a worker's CPU in a 1M fan-out).
+				// them was a share of a worker's CPU in a big fan-out worth
+				// removing; BENCHMARKS.md, "Fan-out").
 				return
 			}
 			ev, err := feed.UnmarshalEvent(payload)

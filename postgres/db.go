@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"sync"
 
@@ -93,17 +94,22 @@ const baseline = "migrations/001_baseline.sql"
 var errPreRelease = errors.New("the database was made by a feedd older than 0.1.0 and cannot be upgraded: start from a new database")
 
 // Migrate applies feedd's migrations that the database has not seen yet,
-// each in its own transaction, recording them in table feedd_migrations.
-// It is safe to run from several processes at once: each transaction first
-// takes a transaction-scoped advisory lock. It does not touch River's schema
-// (see MigrateRiver).
+// each in its own transaction, recording them in feedd_schema_migrations,
+// after records has readied that record and checked that this feedd may
+// open the database. It is safe to run from several processes at once:
+// each transaction first takes a transaction-scoped advisory lock. It does
+// not touch River's schema (see MigrateRiver).
 func (db *DB) Migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	pending, err := db.records(ctx, names)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	for _, name := range pending {
 		if err := db.migrateFile(ctx, name); err != nil {
 			return fmt.Errorf("postgres: migrate %s: %w", name, err)
 		}
@@ -111,32 +117,112 @@ func (db *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) migrateFile(ctx context.Context, name string) error {
-	return db.tx(ctx, func(tx pgx.Tx) error {
+// recordsTable is the record of the migrations the database has applied:
+// each one's name, the release of the feedd that applied it (feed.Release)
+// and when.
+const recordsTable = `CREATE TABLE IF NOT EXISTS feedd_schema_migrations (
+    name       TEXT        PRIMARY KEY,
+    release    TEXT        NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)`
+
+// refuseOlder takes the place of feedd 0.1.0's record of migrations, the
+// table feedd_migrations: a view whose rows raise feed.OlderRefusal, so
+// that 0.1.0 stops at start with that sentence instead of running on a
+// schema it does not know. Nothing else reads it.
+var refuseOlder = []string{
+	`CREATE FUNCTION feedd_refuse_older() RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RAISE EXCEPTION '` + feed.OlderRefusal + `';
+END $$`,
+	`CREATE VIEW feedd_migrations AS SELECT feedd_refuse_older() AS name, now() AS applied_at`,
+}
+
+// records readies the record of migrations and returns the names of those
+// the database lacks, in order. The first start on a database of feedd
+// 0.1.0 moves its record (the table feedd_migrations) into
+// feedd_schema_migrations and leaves refuseOlder in its place. It refuses,
+// changing nothing, a database of a development build before 0.1.0
+// (errPreRelease) and one that a newer feedd migrated, which holds
+// migrations this one does not know (feed.NewerSchemaError).
+func (db *DB) records(ctx context.Context, names []string) ([]string, error) {
+	var pending []string
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		pending = nil
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
 			return err
 		}
 		// Created under the lock: two CREATE TABLE IF NOT EXISTS racing
 		// each other can still fail on the catalog's unique index.
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (
-			name       TEXT PRIMARY KEY,
-			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-		)`); err != nil {
+		if _, err := tx.Exec(ctx, recordsTable); err != nil {
+			return err
+		}
+		var old string
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT relkind::text FROM pg_class WHERE oid = to_regclass('feedd_migrations')), '')`).Scan(&old); err != nil {
+			return err
+		}
+		if old == "r" {
+			if _, err := tx.Exec(ctx, `INSERT INTO feedd_schema_migrations (name, release, applied_at)
+				SELECT name, '0.1.0', applied_at FROM feedd_migrations ON CONFLICT DO NOTHING`); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DROP TABLE feedd_migrations`); err != nil {
+				return err
+			}
+		}
+		if old != "v" {
+			for _, q := range refuseOlder {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT name, release FROM feedd_schema_migrations ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		applied := map[string]bool{}
+		newer := &feed.NewerSchemaError{File: "the database"}
+		var name, release string
+		_, err = pgx.ForEachRow(rows, []any{&name, &release}, func() error {
+			applied[name] = true
+			if !slices.Contains(names, name) {
+				newer.Migrations = append(newer.Migrations, name)
+				newer.Releases = append(newer.Releases, release)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(applied) > 0 && !applied[baseline] {
+			return errPreRelease
+		}
+		if len(newer.Migrations) > 0 {
+			return newer
+		}
+		for _, name := range names {
+			if !applied[name] {
+				pending = append(pending, name)
+			}
+		}
+		return nil
+	})
+	return pending, err
+}
+
+// migrateFile applies the migration name and records it, in one
+// transaction, unless another process just did.
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
 			return err
 		}
 		var done bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_migrations WHERE name = $1)`, name).Scan(&done); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_schema_migrations WHERE name = $1)`, name).Scan(&done); err != nil {
 			return err
 		} else if done {
 			return nil
-		}
-		if name == baseline {
-			var others bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_migrations)`).Scan(&others); err != nil {
-				return err
-			} else if others {
-				return errPreRelease
-			}
 		}
 		body, err := fs.ReadFile(migrationFS, name)
 		if err != nil {
@@ -147,7 +233,7 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 		if _, err := tx.Exec(ctx, string(body)); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO feedd_migrations (name) VALUES ($1)`, name)
+		_, err = tx.Exec(ctx, `INSERT INTO feedd_schema_migrations (name, release) VALUES ($1, $2)`, name, feed.Release)
 		return err
 	})
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/testenv"
@@ -98,6 +100,15 @@ func TestUpgradeFrom010(t *testing.T) {
 	defer db.Close()
 	if got, want := dumpSchema(t, db.Pool), dumpSchema(t, open(t).Pool); got != want {
 		t.Errorf("the database of 0.1.0 upgraded, schema differs from a new one's:\n%s", lineDiff(want, got))
+	}
+	var release string
+	var at time.Time
+	if err := db.Pool.QueryRow(ctx, `SELECT release, applied_at FROM feedd_schema_migrations WHERE name = $1`, release010Name).Scan(&release, &at); err != nil ||
+		release != "0.1.0" || time.Since(at) > time.Hour {
+		t.Errorf("the record of the baseline moved as %q at %v, %v; want release 0.1.0 at its time", release, at, err)
+	}
+	if err := startOf010(t, url); err == nil || !strings.Contains(err.Error(), feed.OlderRefusal) {
+		t.Errorf("feedd 0.1.0's start on the upgraded database = %v, want %q", err, feed.OlderRefusal)
 	}
 
 	users, err := db.Users(ctx, []int64{1, 2, 3, 4})
@@ -230,5 +241,65 @@ func TestMigratePreRelease(t *testing.T) {
 	}
 	if after := tables(); after != before {
 		t.Errorf("the refused database's tables: %s, were %s", after, before)
+	}
+}
+
+// startOf010 runs on the database at url what feedd 0.1.0 runs first when
+// it opens one (its postgres/db.go at the release): the first statements
+// of its migrations, in a transaction.
+func startOf010(t *testing.T, url string) error {
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (
+			name       TEXT PRIMARY KEY,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		var done bool
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feedd_migrations WHERE name = $1)`, release010Name).Scan(&done)
+	})
+}
+
+// TestNewerRefused: a database that a newer feedd migrated (a migration
+// this feedd does not know recorded) is refused with an error naming that
+// feedd's release and the migration, and is left as it was; a database
+// this feedd made is refused by feedd 0.1.0's start with
+// feed.OlderRefusal.
+func TestNewerRefused(t *testing.T) {
+	ctx := t.Context()
+	url := testenv.PostgresURL(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := startOf010(t, url); err == nil || !strings.Contains(err.Error(), feed.OlderRefusal) {
+		t.Errorf("feedd 0.1.0's start on a new database = %v, want %q", err, feed.OlderRefusal)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO feedd_schema_migrations (name, release) VALUES ('migrations/999_later.sql', '9.1.0')`); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpSchema(t, db.Pool)
+	db.Close()
+	db, err = postgres.Open(ctx, url)
+	if err == nil {
+		db.Close()
+	}
+	var newer *feed.NewerSchemaError
+	if !errors.As(err, &newer) || !strings.Contains(err.Error(), "upgraded by feedd 9.1.0") || !strings.Contains(err.Error(), "migrations/999_later.sql") {
+		t.Fatalf("Open of a database of feedd 9.1.0 = %v, want a NewerSchemaError naming 9.1.0 and its migration", err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if after := dumpSchema(t, pool); after != before {
+		t.Errorf("the refused database was changed:\n%s", lineDiff(before, after))
 	}
 }

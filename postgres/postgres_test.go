@@ -151,10 +151,10 @@ func TestOpenConcurrentAndMigrateAgain(t *testing.T) {
 		t.Fatalf("migration files %v, %v", files, err)
 	}
 	var applied int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&applied); err != nil {
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM feedd_schema_migrations`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	} else if applied != len(files) {
-		t.Fatalf("feedd_migrations has %d rows, want %d", applied, len(files))
+		t.Fatalf("feedd_schema_migrations has %d rows, want %d", applied, len(files))
 	}
 	var river bool
 	if err := db.Pool.QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&river); err != nil {

@@ -221,8 +221,9 @@ func (db *DB) Touch(ctx context.Context, userID int64, now time.Time, interval t
 //
 // u.id > $2 repeats f.follower_id > $2 for the planner: without it, it picks
 // a merge join whose scan of users starts at the first id, so each page of a
-// big audience read every user below it (68 ms instead of 0.6 ms a page of
-// 1000 at the middle of a million; a 1M fan-out took 40 s instead of 3).
+// big audience read every user below it: a fan-out's time grew with the
+// square of its audience (feedd bench fanout --followers 1000000
+// --database-url; BENCHMARKS.md, "Fan-out").
 func (db *DB) ActiveFollowersAfter(ctx context.Context, followeeID, after int64, limit int, since time.Time) ([]int64, error) {
 	return db.queryIDList(ctx, `SELECT f.follower_id AS id FROM follows f JOIN users u ON u.id = f.follower_id
 		WHERE f.followee_id = $1 AND f.follower_id > $2 AND u.id > $2 AND u.active_at >= $3

@@ -31,9 +31,9 @@ return removed
 // included) without the body marker has no body, so compactLua would
 // neither merge nor cut: nothing to do, the answer for every new or small
 // inbox. Only the inboxes for which compactDue says otherwise get a
-// compactScript call, in a second pipeline. The probe costs Redis ~1.8 µs
-// where a script that made the same three calls cost ~8.8 µs
-// (INFO commandstats; BENCHMARKS.md "Fan-out").
+// compactScript call, in a second pipeline. The probe costs Redis a
+// fraction of what a script making the same three calls costs (INFO
+// commandstats under feedd bench fanout; BENCHMARKS.md, "Fan-out").
 type compactProbe struct {
 	card   int64 // ZCARD of the head
 	marked bool  // the head holds bodyMarker

@@ -223,12 +223,12 @@ func beforeArg(b feed.Bound) string {
 // and one inbox's trims over the posts it receives, whatever pattern the
 // post ids follow. An inbox thus holds Cap entries plus those delivered since
 // its last trim: about trimEvery on average, more than Cap+100 with
-// probability (15/16)^100 < 0.2%. Measured on a real Redis
-// (BenchmarkCapSchemes, Redis CPU per delivery into full inboxes of 800):
-// this scheme ~1.8 µs, like ZADD alone (~1.6 µs, uncapped) and a
-// ZREMRANGEBYRANK on 1/16 of the deliveries (~1.7 µs, but inexact on ties);
-// a ZREMRANGEBYRANK on every delivery ~2.3 µs; a Lua script per delivery
-// (ZADD, then trim past a hard bound of Cap+64) ~3.3 µs.
+// probability (15/16)^100 < 0.2%. BenchmarkCapSchemes measures the Redis
+// CPU per delivery into full inboxes of this scheme against ZADD alone
+// (uncapped), a ZREMRANGEBYRANK on 1/16 of the deliveries (inexact on
+// ties), one on every delivery, and a Lua script per delivery that adds
+// and trims: this one costs about what ZADD alone does, the last two
+// noticeably more (BENCHMARKS.md, "Micro-benchmarks").
 //
 // Delivering to a lost inbox writes the entry anyway: the rebuild that the
 // next read triggers merges with it (Restore).

@@ -25,10 +25,11 @@ const (
 	// they are. See PackedEntrySize, PackedHeaderSize, PackedHeadKey and
 	// BodyKey.
 	LayoutPacked Layout = "packed"
-	// LayoutSortedSet keeps each inbox as one sorted set:
-	// ~113 bytes an entry at the default cap of 800 with
-	// Redis's default encoding settings, ~16 with zset-max-listpack-entries
-	// 1024 but then 8x slower deliveries into full inboxes.
+	// LayoutSortedSet keeps each inbox as one sorted set: several times
+	// the bytes of LayoutPacked with Redis's default encoding settings, as
+	// few with zset-max-listpack-entries 1024 but then several times the
+	// Redis CPU per delivery into a full inbox (BENCHMARKS.md, "Redis
+	// memory per inbox entry").
 	LayoutSortedSet Layout = "zset"
 )
 

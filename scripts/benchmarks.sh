@@ -151,8 +151,118 @@ step_recovery() {
 	run scripts/test.sh -v -count=1 -run 'TestRedisBreaker|TestEmbeddedRestartRescuesAtOnce' ./cmd/feedd
 }
 
+# Against the previous release ($RELEASE, built by release_feedd), side by
+# side in one run: fan-out alternating the two binaries, five runs each;
+# idle CPU of both at once; the upgrade's migration timed on data the
+# release made.
+step_release-fanout() {
+	release_feedd
+	local i
+	for i in 1 2 3 4 5; do
+		run "$RELEASE" bench fanout --followers 100000 --runs 1 --redis-url "$R" --json
+		run "$FEEDD" bench fanout --followers 100000 --runs 1 --redis-url "$R" --json
+	done
+}
+step_release-idle() {
+	release_feedd
+	run idle_cpu 120 "$RELEASE" "$FEEDD"
+}
+step_release-upgrade() {
+	release_feedd
+	run upgrade_time "$TMP/upgrade" --users 100000 --follows 20 --posts 10
+	run upgrade_time "$PG" --users 100000 --follows 20 --posts 10
+}
+
 # The order they run in: cheap and short first, the soak last.
-STEPS=(micro memory fanout fanout-stores fanout-1m read reposts publish durability stream freshness rank notify push writes comments server media import capacity mixed recovery soak)
+STEPS=(micro memory fanout fanout-stores fanout-1m read reposts publish durability stream freshness rank notify push writes comments server media import capacity mixed recovery release-idle release-fanout release-upgrade soak)
+
+# release_feedd sets RELEASE to the previous release's feedd: the release
+# and commit TestUpgradeFromRelease starts from (upgradeFrom in
+# cmd/feedd/upgrade_test.go), built from that commit's tree (git archive)
+# into the cache the test uses, once per machine.
+release_feedd() {
+	[[ -z ${RELEASE:-} ]] || return 0
+	local version commit cache src
+	read -r version commit < <(sed -n 's/^var upgradeFrom = .*{"\([^"]*\)", "\([0-9a-f]*\)"}$/\1 \2/p' cmd/feedd/upgrade_test.go)
+	[[ -n $commit ]] || die "no upgradeFrom in cmd/feedd/upgrade_test.go"
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/feedd-test
+	RELEASE=$cache/feedd-$version-$commit
+	[[ -x $RELEASE ]] && return 0
+	git cat-file -e "$commit^{commit}" || die "commit $commit of feedd $version is not in this checkout (git fetch --unshallow)"
+	mkdir -p "$cache"
+	src=$TMP/release-src
+	mkdir -p "$src"
+	git archive --format=tar "$commit" | tar -x -C "$src"
+	log "building feedd $version at $commit"
+	(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local go build -trimpath -o "$RELEASE.part.$$" ./cmd/feedd) ||
+		die "could not build feedd $version"
+	rm -rf "$src"
+	mv "$RELEASE.part.$$" "$RELEASE"
+}
+
+# idle_cpu SECONDS BIN...: starts `BIN serve` of each BIN at once, each on
+# an empty data directory of its own (the embedded default), lets them
+# settle 10 s, then prints for each, as a JSON line, the CPU seconds it
+# used (user + system, /proc/PID/stat) over SECONDS of wall time, and the
+# machine's load at the end.
+idle_cpu() {
+	local secs=$1 bin i
+	shift
+	local pids=() before=() tick
+	tick=$(getconf CLK_TCK)
+	i=0
+	for bin in "$@"; do
+		i=$((i + 1))
+		"$bin" serve --data "$TMP/idle$i" --addr 127.0.0.1:0 --admin-addr off --log-level warn </dev/null >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 10
+	for i in "${!pids[@]}"; do
+		before+=("$(awk '{print $14 + $15}' "/proc/${pids[$i]}/stat")")
+	done
+	sleep "$secs"
+	for i in "${!pids[@]}"; do
+		local after
+		after=$(awk '{print $14 + $15}' "/proc/${pids[$i]}/stat")
+		printf '{"binary":"%s","version":"%s","wall_s":%s,"cpu_s":%s,"core_percent":%s,"load":"%s"}\n' \
+			"$(basename "${@:$((i + 1)):1}")" "$("${@:$((i + 1)):1}" version | awk '{print $2}')" "$secs" \
+			"$(awk -v a="$after" -v b="${before[$i]}" -v t="$tick" 'BEGIN {printf "%.2f", (a - b) / t}')" \
+			"$(awk -v a="$after" -v b="${before[$i]}" -v t="$tick" -v s="$secs" 'BEGIN {printf "%.3f", 100 * (a - b) / t / s}')" \
+			"$(cut -d' ' -f1-3 /proc/loadavg)"
+		kill "${pids[$i]}"
+	done
+	wait
+}
+
+# upgrade_time DB SEED_FLAGS...: the release seeds a database (DB: a
+# directory for the embedded default, or a postgres:// URL, whose schema
+# is emptied first), then this feedd's `feedd migrate` is timed on it;
+# prints a JSON line with the rows of the seeded tables and the seconds
+# the migration took.
+upgrade_time() {
+	local target=$1 db=() engine=sqlite count
+	shift
+	count='SELECT (SELECT count(*) FROM users) + (SELECT count(*) FROM posts) + (SELECT count(*) FROM follows) + (SELECT count(*) FROM likes)'
+	if [[ $target == postgres://* ]]; then
+		engine=postgres
+		db=(--database-url "$target" --code-sender log --secret-file "$SECRET")
+		"$PG_BIN/psql" "$target" -qc 'DROP SCHEMA public CASCADE; CREATE SCHEMA public' >/dev/null
+	else
+		rm -rf "$target"
+		db=(--data "$target")
+	fi
+	"$RELEASE" seed "${db[@]}" "$@" >&2
+	local t0 t1 rows
+	t0=$(date +%s.%N)
+	"$FEEDD" migrate "${db[@]}" >&2
+	t1=$(date +%s.%N)
+	if [[ $engine == postgres ]]; then
+		rows=$("$PG_BIN/psql" "$target" -Atc "$count")
+	else
+		rows=$(sqlite3 "$target/feedd.db" "$count")
+	fi
+	printf '{"engine":"%s","rows":%s,"migrate_s":%s}\n' "$engine" "$rows" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')"
+}
 
 # start_s3 starts versitygw (built by scripts/test.sh into its cache) on
 # loopback for the media step, and sets S3 to a bucket's URL and

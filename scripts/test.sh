@@ -48,11 +48,17 @@
 # Concurrent runs are safe: separate temp dirs, random ports, and a server that
 # loses a race for a port is restarted on another one.
 #
-# Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails
-# (tests are then not run), else go test's.
+# go test runs with -json; scripts/testsummary.go writes its events as go
+# test writes without it (each package's line, the output of the tests that
+# failed; every test's with -v), then the 10 slowest tests, and this script
+# its wall time.
+#
+# Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails (tests are then not
+# run), else go test's.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+script_began=$SECONDS
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -512,6 +518,7 @@ if [[ $# -eq 0 ]]; then
 	set -- ./...
 fi
 rc=0
+checks_began=$SECONDS
 log "go mod tidy -diff"
 run_group go mod tidy -diff || rc=$?
 if [[ $rc -ne 0 ]]; then
@@ -531,7 +538,16 @@ if [[ $rc -ne 0 ]]; then
 	log "staticcheck failed (exit $rc)"
 	exit "$rc"
 fi
+# go test -json, written as go test writes without it, then the slowest
+# tests (scripts/testsummary.go); the exit status is go test's.
+export TESTSUMMARY=$TMP/testsummary TESTSUMMARY_FLAGS=""
+go build -o "$TESTSUMMARY" scripts/testsummary.go || die "could not build scripts/testsummary.go"
+for a in "$@"; do
+	[[ $a == -v || $a == -test.v || $a == -v=true ]] && TESTSUMMARY_FLAGS=-v
+done
 log "go test -race -count=1 -timeout 30m $*"
-run_group go test -race -count=1 -timeout 30m "$@" || rc=$?
+tests_began=$SECONDS
+run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
 log "go test exit status $rc"
+log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((SECONDS - tests_began)) s"
 exit "$rc"

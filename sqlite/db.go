@@ -13,9 +13,9 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -109,9 +109,8 @@ type Options struct {
 	// every 100,000 pages (400 MiB) instead of every 1,000. A load that
 	// inserts into large B-trees out of key order reads each page back
 	// from the file otherwise, and copies each page it dirtied into the
-	// database at every checkpoint. Follows (feedtest.BenchImportFollows):
-	// 400,000 among 50,000 users, 39,000 -> 75,000 rows per CPU second for
-	// the cache; 2M among 100,000, 47,000 -> 59,000 for the checkpoints.
+	// database at every checkpoint (feedtest.BenchImportFollows measures
+	// both; BENCHMARKS.md, "Importing from hmdp").
 	Bulk bool
 }
 
@@ -232,17 +231,20 @@ func (db *DB) Close() error {
 }
 
 // migrate applies the migrations of schema that the file has not seen,
-// each in a transaction of its own that records it in feedd_migrations.
+// each in a transaction of its own that records it in
+// feedd_schema_migrations, after records has readied that record and
+// checked that this feedd may open the file.
 func (db *DB) migrate(ctx context.Context, schema migrations) error {
-	if _, err := db.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
-		return err
-	}
 	names, err := fs.Glob(migrationFS, string(schema)+"/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	pending, err := db.records(ctx, schema, names)
+	if err != nil {
+		return err
+	}
+	for _, name := range pending {
 		if err := db.migrateFile(ctx, name); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -250,6 +252,99 @@ func (db *DB) migrate(ctx context.Context, schema migrations) error {
 	return nil
 }
 
+// recordsTable is the record of the migrations a file has applied: each
+// one's name, the release of the feedd that applied it (feed.Release) and
+// when (Unix ms; 0 when feedd 0.1.0 applied it).
+const recordsTable = `CREATE TABLE IF NOT EXISTS feedd_schema_migrations (
+    name       TEXT    PRIMARY KEY,
+    release    TEXT    NOT NULL,
+    applied_at INTEGER NOT NULL
+)`
+
+// refuseOlder takes the place of feedd 0.1.0's record of migrations, the
+// table feedd_migrations: a view that calls a function SQLite does not
+// have, named by the sentence feedd.OlderRefusal, so that 0.1.0 stops at
+// start with "no such function: this database was upgraded by feedd 0.2.0
+// or later ..." instead of running on a schema it does not know. Nothing
+// else reads it; ALTER TABLE and the sqlite3 shell work as without it.
+const refuseOlder = `CREATE VIEW feedd_migrations AS SELECT [` + feed.OlderRefusal + `]() AS name`
+
+// records readies the record of migrations and returns the names of
+// those the file lacks, in order. The first start on a file of feedd 0.1.0
+// moves its record (the table feedd_migrations) into
+// feedd_schema_migrations and leaves refuseOlder in its place. It refuses,
+// changing nothing, a file of a development build before 0.1.0
+// (errPreRelease) and one that a newer feedd migrated, which holds
+// migrations this one does not know (feed.NewerSchemaError).
+func (db *DB) records(ctx context.Context, schema migrations, names []string) ([]string, error) {
+	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, recordsTable); err != nil {
+		return nil, err
+	}
+	var old string
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT type FROM sqlite_schema WHERE name = 'feedd_migrations'), '')`).Scan(&old); err != nil {
+		return nil, err
+	}
+	if old == "table" {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO feedd_schema_migrations (name, release, applied_at)
+			SELECT name, '0.1.0', 0 FROM feedd_migrations`); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `DROP TABLE feedd_migrations`); err != nil {
+			return nil, err
+		}
+	}
+	if old != "view" {
+		if _, err := tx.ExecContext(ctx, refuseOlder); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, release FROM feedd_schema_migrations ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	applied := map[string]bool{}
+	newer := &feed.NewerSchemaError{File: filepath.Base(db.Path)}
+	for rows.Next() {
+		var name, release string
+		if err := rows.Scan(&name, &release); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		applied[name] = true
+		if !slices.Contains(names, name) {
+			newer.Migrations = append(newer.Migrations, name)
+			newer.Releases = append(newer.Releases, release)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 && !applied[string(schema)+"/"+baseline] {
+		return nil, errPreRelease
+	}
+	if len(newer.Migrations) > 0 {
+		return nil, newer
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, name := range names {
+		if !applied[name] {
+			pending = append(pending, name)
+		}
+	}
+	return pending, nil
+}
+
+// migrateFile applies the migration name and records it, in one
+// transaction, unless another process on the same file just did.
 func (db *DB) migrateFile(ctx context.Context, name string) error {
 	tx, err := db.Write.BeginTx(ctx, nil)
 	if err != nil {
@@ -257,17 +352,10 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM feedd_schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
 		return err
 	} else if n > 0 {
 		return nil
-	}
-	if path.Base(name) == baseline {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM feedd_migrations`).Scan(&n); err != nil {
-			return err
-		} else if n > 0 {
-			return errPreRelease
-		}
 	}
 	body, err := fs.ReadFile(migrationFS, name)
 	if err != nil {
@@ -276,7 +364,8 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO feedd_migrations (name) VALUES (?)`, name); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO feedd_schema_migrations (name, release, applied_at) VALUES (?, ?, ?)`,
+		name, feed.Release, time.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -284,8 +373,8 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 
 // read runs a query on the read pool. Its connections keep their
 // prepared statements (stmtcache.go): SQLite spends much of a small query
-// parsing and planning its text (a quarter of feedd's CPU under a
-// feed-read load, BENCHMARKS.md "Overload").
+// parsing and planning its text, a large share of feedd's CPU under a
+// feed-read load (BENCHMARKS.md, "Overload").
 func (db *DB) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.Read.QueryContext(ctx, query, args...)
 }

@@ -9,8 +9,8 @@ import (
 
 // queryIDList runs query, a SELECT of one ordered column of ids, as one row:
 // the ids joined by group_concat. A batch of 1000 follower ids is then one
-// value through database/sql and the driver instead of 1000 rows (reading
-// them row by row was 30% of a fan-out's CPU). The ids are returned in
+// value through database/sql and the driver instead of 1000 rows, whose
+// reading row by row was a large share of a fan-out's CPU. The ids are returned in
 // ascending order (sorted here: SQLite does not promise that an aggregate
 // sees the subquery's order, though it does).
 func (db *DB) queryIDList(ctx context.Context, query string, args ...any) ([]int64, error) {

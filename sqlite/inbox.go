@@ -265,8 +265,8 @@ var _ feed.InboxLoader = (*Inbox)(nil)
 // restoreRows is how many entries one INSERT of RestoreInboxes writes.
 const restoreRows = 300
 
-// restoreQuery inserts restoreRows entries, given as parameters: half the
-// CPU of the same rows taken from a JSON list (whose extraction is most of
+// restoreQuery inserts restoreRows entries, given as parameters: cheaper
+// than the same rows taken from a JSON list (whose extraction is most of
 // the work of such a simple insert) or inserted one statement each.
 var restoreQuery = `INSERT OR IGNORE INTO inbox (user_id, score, post_id) VALUES ` +
 	strings.TrimSuffix(strings.Repeat("(?, ?, ?),", restoreRows), ",")

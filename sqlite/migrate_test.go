@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +124,18 @@ func TestUpgradeFrom010(t *testing.T) {
 	}
 	if ib.Regenerated {
 		t.Error("the paired inbox.db of 0.1.0 was regenerated")
+	}
+	for _, c := range []struct {
+		db   *sqlite.DB
+		name string
+	}{{main, release010Main}, {ib, release010Box}} {
+		var release string
+		if err := c.db.Read.QueryRowContext(ctx, `SELECT release FROM feedd_schema_migrations WHERE name = ?`, c.name).Scan(&release); err != nil || release != "0.1.0" {
+			t.Errorf("%s: the record of %s moved as %q, %v; want release 0.1.0", c.db.Path, c.name, release, err)
+		}
+		if err := startOf010(c.db.Write, c.name); err == nil || !strings.Contains(err.Error(), feed.OlderRefusal) {
+			t.Errorf("%s: feedd 0.1.0's start on the upgraded file = %v, want %q", c.db.Path, err, feed.OlderRefusal)
+		}
 	}
 
 	users, err := main.Users(ctx, []int64{1, 2, 3, 4})
@@ -252,6 +265,53 @@ func TestMigratePreRelease(t *testing.T) {
 		t.Fatalf("Open of a pre-0.1.0 feedd.db = %v, want an error naming 0.1.0", err)
 	}
 	if after := schemaOf(); after != before {
+		t.Errorf("the refused feedd.db was changed:\n%s", lineDiff(before, after))
+	}
+}
+
+// startOf010 runs on db what feedd 0.1.0 runs first when it opens a file
+// (its sqlite/db.go at the release): the first statements of its
+// migrations, looking up the baseline recorded as name.
+func startOf010(db *sql.DB, name string) error {
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS feedd_migrations (name TEXT PRIMARY KEY)`); err != nil {
+		return err
+	}
+	var n int
+	return db.QueryRow(`SELECT count(*) FROM feedd_migrations WHERE name = ?`, name).Scan(&n)
+}
+
+// TestNewerRefused: a file that a newer feedd migrated (a migration this
+// feedd does not know recorded) is refused with an error naming that
+// feedd's release and the migration, and is left as it was; a file this
+// feedd made is refused by feedd 0.1.0's start with feed.OlderRefusal.
+func TestNewerRefused(t *testing.T) {
+	dir := t.TempDir()
+	main, ib := openPair(t, dir)
+	for _, c := range []struct {
+		db   *sqlite.DB
+		name string
+	}{{main, release010Main}, {ib, release010Box}} {
+		if err := startOf010(c.db.Write, c.name); err == nil || !strings.Contains(err.Error(), feed.OlderRefusal) {
+			t.Errorf("%s: feedd 0.1.0's start on a new file = %v, want %q", c.db.Path, err, feed.OlderRefusal)
+		}
+	}
+	if _, err := main.Write.Exec(`INSERT INTO feedd_schema_migrations (name, release, applied_at) VALUES ('migrations/999_later.sql', '9.1.0', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpSchema(t, main.Read)
+	main.Close()
+	ib.Close()
+	_, err := sqlite.Open(t.Context(), dir)
+	var newer *feed.NewerSchemaError
+	if !errors.As(err, &newer) || !strings.Contains(err.Error(), "feedd.db was upgraded by feedd 9.1.0") || !strings.Contains(err.Error(), "migrations/999_later.sql") {
+		t.Fatalf("Open of a feedd.db of feedd 9.1.0 = %v, want a NewerSchemaError naming 9.1.0 and its migration", err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if after := dumpSchema(t, raw); after != before {
 		t.Errorf("the refused feedd.db was changed:\n%s", lineDiff(before, after))
 	}
 }

@@ -13,8 +13,9 @@ import (
 // call made through database/sql's Exec and Query. On the one writer
 // connection that parsing is on every write's critical path: under
 // concurrent small writes (logins, likes, follows, and River's job
-// inserts, fetches and completions on the same connection) it was ~40% of
-// the process's CPU (BENCHMARKS.md, "Small writes (group commit)").
+// inserts, fetches and completions on the same connection) it was a large
+// share of the process's CPU (BENCHMARKS.md, "Small writes (group
+// commit)").
 //
 // So each connection keeps the statements it prepared, by their text, and
 // hands them out again: a connection that offers no ExecContext or

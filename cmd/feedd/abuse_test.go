@@ -171,6 +171,7 @@ func want429(t testing.TB, resp *http.Response, body []byte, what string) {
 // address, at most 10 are sent; then /v1/auth/code answers 429 with
 // Retry-After; another address still gets codes.
 func TestCodeLimitPerClient(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-client", "10/10m", "--code-limit-total", "600/1m")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
 	sent := 0
@@ -195,6 +196,7 @@ func TestCodeLimitPerClient(t *testing.T) {
 
 // TestCodeLimitTotal: the total limit holds whatever the address.
 func TestCodeLimitTotal(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-total", "3/1h")
 	for i, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
 		r := s.from(ip).do("POST", "/user/code?phone="+abusePhone(i), "", nil)
@@ -211,6 +213,7 @@ func TestCodeLimitTotal(t *testing.T) {
 // would hit: here the clock is the real one, so the window is checked
 // with a limit of 1).
 func TestCodeLimitPerPhone(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-phone", "1/24h")
 	a, b := s.from("127.0.0.2"), s.from("127.0.0.3")
 	tok := a.login(abusePhone(1)) // the code is used: no 60 s rule left
@@ -223,8 +226,12 @@ func TestCodeLimitPerPhone(t *testing.T) {
 // TestBurnDoesNotLockOut: an attacker's five wrong codes burn the owner's
 // code; the owner, from another address, is told how long the resend wait
 // (1 s here) still holds, and then gets a new code and logs in. Burned and
-// missing codes get the same sentence.
+// missing codes get the same sentence. The service's clock stands still
+// (useClock), so the wait is 1 s however slow the machine, and passes when
+// the clock moves on.
 func TestBurnDoesNotLockOut(t *testing.T) {
+	clk := useClock(t)
+	clk.frozen.Store(time.Now().UnixMilli())
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-client", "10/10m", "--login-fail-limit-client", "20/10m",
 		"--code-resend-after", "1s")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
@@ -251,7 +258,7 @@ func TestBurnDoesNotLockOut(t *testing.T) {
 	if ra := resp.Header.Get("Retry-After"); ra != "1" || !strings.Contains(string(body), "wait before asking again") {
 		t.Fatalf("the owner's code right after the burn: Retry-After %q %s, want the resend wait's 1 s", ra, body)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clk.frozen.Add(1100)
 	if tok := owner.login(victim); tok == "" {
 		t.Fatal("the owner could not log in after the burn")
 	}
@@ -269,6 +276,7 @@ func mustAtoi(t testing.TB, s string) int {
 // address, that address cannot log in even with a right code, while
 // another address can, with that same code (the refusals did not touch it).
 func TestLoginFailLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-client", "0", "--login-fail-limit-client", "20/10m")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
 	for i := range 16 {
@@ -368,6 +376,7 @@ func TestProductionNeedsCodeSender(t *testing.T) {
 // code logs in, and the code is nowhere in the log. A failed delivery is a
 // refusal that leaves no usable code, and the phone may ask again at once.
 func TestWebhookSender(t *testing.T) {
+	t.Parallel()
 	const secret = "webhook-secret-of-the-test"
 	type delivery struct {
 		Phone, Code, ExpiresAt string

@@ -202,8 +202,8 @@ type stores interface {
 // openApp wires the backends the configuration names: SQLite or PostgreSQL
 // as the source of truth and job queue, and Redis (one node, Sentinels or a
 // Cluster), when configured, for inboxes, sessions and codes.
-func openApp(ctx context.Context, c *config, log *slog.Logger) (a *app, err error) {
-	a = &app{log: log, metrics: metrics.New()}
+func openApp(ctx context.Context, c *config, log *slog.Logger) (_ *app, err error) {
+	a := &app{log: log, metrics: metrics.New()}
 	if c.tracePosts {
 		a.trace = &feed.Tracer{Log: log}
 	}

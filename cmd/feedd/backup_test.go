@@ -14,6 +14,7 @@ import (
 // INTO on the database of a running feedd, while it keeps taking writes,
 // gives a complete database (the job queue included) that opens on its own.
 func TestSQLiteOnlineBackup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServer(t, "--data", dir)
 	author := s.login("13800000001")

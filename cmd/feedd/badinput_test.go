@@ -67,8 +67,19 @@ func TestBadInput(t *testing.T) {
 	logoutTok := s.login("13800000004")
 	s.must("POST", "/user/logout", logoutTok, nil, nil)
 
-	// Let every background write settle (the fan-out job's completion).
-	time.Sleep(300 * time.Millisecond)
+	// Every background write done: the jobs (the fan-out, the like's
+	// notification) finished.
+	jobsSettled := func() {
+		t.Helper()
+		db := openRead(t, dir)
+		waitFor(t, "every job finished", func() bool {
+			var n int
+			err := db.QueryRow(`SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'discarded', 'cancelled')`).Scan(&n)
+			return err == nil && n == 0
+		})
+		db.Close()
+	}
+	jobsSettled()
 	before := snapshot(t, dir)
 
 	long := func(n int) string { return strings.Repeat("x", n) }
@@ -201,7 +212,7 @@ func TestBadInput(t *testing.T) {
 	}
 	clk.shift.Store(0)
 
-	time.Sleep(300 * time.Millisecond)
+	jobsSettled()
 	after := snapshot(t, dir)
 	// The two code requests above added rows of their own; compare the rest.
 	strip := func(s string) string {

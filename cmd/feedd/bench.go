@@ -47,7 +47,7 @@ Usage:
   feedd bench server  [flags]   the server API over HTTP: batch upserts of users, one call of --server-pairs
                                 follows, publishes under foreign ids each retried, concurrent retries of one
   feedd bench capacity [flags]  simulate --users users over a synthetic follow graph with feedd's own
-                                distribution rules, priced with costs measured on --redis-url and
+                                delivery rules, priced with costs measured on --redis-url and
                                 --database-url (or --costs FILE): the plan of docs/scaling.md
   feedd bench import  [flags]   feedd import hmdp of a synthetic tutorial database of --users users (power-law
                                 follows) made on the MySQL server of --mysql: rows/s per table

@@ -111,6 +111,7 @@ func TestBenchFanoutRedis(t *testing.T) {
 }
 
 func TestBenchFanoutPostgres(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "fanout", "--followers", "3000", "--database-url", testenv.PostgresURL(t))
 	wantFields(t, out, fanoutFields...)
 }
@@ -148,6 +149,7 @@ func TestBenchReadRedis(t *testing.T) {
 }
 
 func TestBenchPublish(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "publish", "--followers", "500", "--publishes", "5", "--interval", "1ms")
 	wantFields(t, out, "followers", "publishes", "idle_p50_ms", "idle_p99_ms", "small_p50_ms", "small_p99_ms",
 		"large_p50_ms", "large_p99_ms", "p99_ratio")
@@ -270,6 +272,7 @@ func TestBenchMixedPostgresApart(t *testing.T) {
 // the per-user write limits' refusal of a client's 61st follow in a
 // minute), with the lowered synchronous level named in the report.
 func TestBenchWrites(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "writes", "--users", "40", "--concurrency", "4", "--duration", "1s", "--runs", "2", "--sqlite-synchronous", "normal")
 	for _, f := range []string{"setup_s", "likes_per_s", "likes_p50_ms", "likes_p99_ms", "follows_per_s", "follows_p50_ms", "follows_p99_ms"} {
 		if x, ok := out[f].(float64); !ok || x <= 0 {
@@ -310,6 +313,7 @@ func TestBenchTimeoutDefault(t *testing.T) {
 // on the MySQL server, imports it, reports each phase's rate, and removes
 // the database and the likes' keys.
 func TestBenchImport(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.MySQLDSN(t) // the server's; the benchmark makes a database of its own
 	redisURL, _ := testenv.RedisURL(t)
 	out := runBenchJSON(t, "import", "--users", "300", "--mysql", dsn, "--hmdp-redis", redisURL)
@@ -346,6 +350,7 @@ func TestBenchImport(t *testing.T) {
 // (no server), the growth planned at two more, and a threshold sweep at
 // two read ratios with the cheapest threshold of each.
 func TestBenchCapacity(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "capacity", "--sizes", "2000,4000", "--plan", "100000,1000000", "--warmup-days", "3", "--days", "0.5",
 		"--costs", "testdata/capacity-costs.json", "--sweep", "0,50,500", "--sweep-reads", "0.5,2")
 	runs, _ := out["runs"].([]any)
@@ -393,7 +398,8 @@ func TestBenchCapacity(t *testing.T) {
 
 // TestBenchCapacityCheck: the simulation's visits replayed through the real
 // server on PostgreSQL and Redis agree with what it counted: the same
-// pages, and deliveries and pull reads per page within 5%.
+// pages, and deliveries, pull reads per page and the bytes of the inboxes
+// and outboxes within 5%.
 func TestBenchCapacityCheck(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
 	out := runBenchJSON(t, "capacity", "--check", "--users", "1500", "--follows-mean", "20", "--days", "0.3", "--warmup-days", "0",
@@ -408,7 +414,7 @@ func TestBenchCapacityCheck(t *testing.T) {
 	if diff["pages"] != 0.0 {
 		t.Errorf("pages: simulated %v, real %v", sim["pages"], check["real"])
 	}
-	for _, k := range []string{"deliveries", "pull_reads_per_page"} {
+	for _, k := range []string{"deliveries", "pull_reads_per_page", "redis_bytes"} {
 		if d, ok := diff[k].(float64); !ok || d < -5 || d > 5 {
 			t.Errorf("%s: %v%% apart (simulated %v, real %v)", k, diff[k], sim, check["real"])
 		}

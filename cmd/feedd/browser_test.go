@@ -144,6 +144,7 @@ func (b *browser) postIDs(sel string) []int64 {
 // and that post first after a click, like and unlike, publish from the
 // page; markup in posts is shown as text.
 func TestBrowserWalk(t *testing.T) {
+	t.Parallel()
 	chromium := testenv.Chromium(t)
 	data := t.TempDir()
 	s := startServer(t, "--data", data)
@@ -362,6 +363,7 @@ func TestBrowserWalk(t *testing.T) {
 // other unknown path keeps the APIs' JSON 404s. On the embedded default and
 // on PostgreSQL + Redis with no workers (an API process).
 func TestPageServed(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) { testPageServed(t, startServer(t, "--data", t.TempDir())) })
 	t.Run("production", func(t *testing.T) {
 		testPageServed(t, startServer(t, append(singleNode(t).args, "--workers", "0")...))

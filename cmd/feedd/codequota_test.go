@@ -34,6 +34,8 @@ func burn(t *testing.T, p *peer, phone string) bool {
 // then told when it can try again: 429 with Retry-After on /v1, the
 // compatible refusal with Retry-After too.
 func TestPhoneQuotaShared(t *testing.T) {
+	clk := useClock(t) // stands still; each round moves it past the resend wait
+	clk.frozen.Store(time.Now().UnixMilli())
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-phone", "10/24h", "--code-limit-phone-client", "3/24h",
 		"--code-resend-after", "300ms")
 	victim := abusePhone(7)
@@ -68,7 +70,7 @@ func TestPhoneQuotaShared(t *testing.T) {
 		if quota == len(attackers) {
 			break
 		}
-		time.Sleep(350 * time.Millisecond)
+		clk.frozen.Add(350)
 	}
 	if got := s.logs.countWith("login code", "phone", victim); got != total {
 		t.Fatalf("%d codes logged for the phone, %d answered as sent", got, total)
@@ -121,6 +123,7 @@ func TestResendWaitAfterBurn(t *testing.T) {
 // refused resends and a second phone's code, the budget is spent, and only
 // then.
 func TestCodeTotalSpentOnlyBySends(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--code-limit-total", "2/1h")
 	p := s.from("127.0.0.2")
 	if r := p.do("POST", "/user/code?phone="+abusePhone(1), "", nil); !r.Success {
@@ -142,6 +145,7 @@ func TestCodeTotalSpentOnlyBySends(t *testing.T) {
 // --login-fail-limit-client (6) answers that looked at a code; the others
 // are told to wait (or shed by --max-writes, also unseen).
 func TestLoginFailLimitConcurrent(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--login-fail-limit-client", "6/10m")
 	attacker, owner := s.from("127.0.0.2"), s.from("127.0.0.3")
 	codes := map[string]int{}

@@ -21,6 +21,7 @@ import (
 // comment of their own, deletes a reply; the timeline's post links to its
 // comments with their count.
 func TestBrowserComments(t *testing.T) {
+	t.Parallel()
 	chromium := testenv.Chromium(t)
 	s := startServer(t, "--data", t.TempDir())
 	c := newV1Client(t, s)

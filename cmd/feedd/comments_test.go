@@ -220,6 +220,7 @@ func v1CommentExchanges(t *testing.T, c *v1Client, a, b string) {
 // thread's replies, through the real server; a blocked user may neither
 // comment nor read; the comment limit answers 429 with Retry-After.
 func TestCommentScroll(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--comment-limit-user", "13/1m")
 	c := newV1Client(t, s)
 	a, b, x := c.login("13800000501"), c.login("13800000502"), c.login("13800000503")
@@ -284,6 +285,7 @@ func TestCommentScroll(t *testing.T) {
 // listener's list; the admin hides, restores and deletes it; the public
 // listener has none of these routes.
 func TestCommentModerationOnAdminListener(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--report-min-age", "0")
 	c := newV1Client(t, s)
 	a, b := c.login("13800000601"), c.login("13800000602")

@@ -11,6 +11,7 @@ import (
 // counted, first pages full) and that the big post's comments are purged
 // after its delete; the result has every figure.
 func TestBenchComments(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			args := []string{"comments", "--runs", "1", "--comments-n", "200", "--comments-users", "50", "--comments-big", "3000", "--comments-reads", "10"}

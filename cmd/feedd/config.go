@@ -138,7 +138,7 @@ func newFlagSet(cmd string, c *config, getenv func(string) string, out io.Writer
 	str(&c.logLevel, "log-level", "FEED_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.workers, "workers", "FEED_WORKERS", 4, "post jobs worked at once by this process, and 8 times as many follow jobs (0: none)")
 	num(&c.pageSize, "page-size", "FEED_PAGE_SIZE", feed.DefaultPageSize, fmt.Sprintf("default number of posts in a feed page (1-%d)", feed.MaxPageSize))
-	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs on SQLite (jobs this process commits wake its workers at once)")
+	dur(&c.pollInterval, "poll-interval", "FEED_POLL_INTERVAL", time.Second, "how often idle workers look for jobs and for cancels on SQLite (jobs this process commits or cancels reach its workers at once)")
 	dur(&c.jobTimeout, "job-timeout", "FEED_JOB_TIMEOUT", 10*time.Second, "longest run of one fan-out job before it is cancelled and retried")
 	dur(&c.rescueAfter, "rescue-after", "FEED_RESCUE_AFTER", 20*time.Second, "how long a job may stay running before it is taken as orphaned by a dead process and retried (at least --job-timeout)")
 	dur(&c.jobRetention, "job-retention", "FEED_JOB_RETENTION", fanout.DefaultCompletedRetention, "how long completed fan-out jobs stay in the job table (and the job UI) before River's cleaner deletes them")

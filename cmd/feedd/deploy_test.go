@@ -80,6 +80,7 @@ func readEnvFile(t *testing.T, path string, into map[string]string) {
 // credentials systemd hands over: the units start what docs/deploy.md
 // says, as written.
 func TestDeployUnits(t *testing.T) {
+	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

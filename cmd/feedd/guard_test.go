@@ -127,6 +127,7 @@ func (p *peer) originRequest(method, url, host, origin, site, ctype, body string
 // http://localhost:8080, Host 127.0.0.1:8081) and clients without Origin
 // (curl, servers) get through; /v1 bodies must be JSON.
 func TestCrossOrigin(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--allowed-origins", "http://localhost:8080")
 	p := s.from("127.0.0.2")
 	evil := "https://evil.example"
@@ -218,6 +219,7 @@ func TestCrossOrigin(t *testing.T) {
 // it answers only loopback or localhost Hosts; /debug/pprof/cmdline shows
 // no secret; secrets are read from files.
 func TestAdminListener(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--admin-addr", "0.0.0.0:0"}, testServeFlags...)
 	err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard)

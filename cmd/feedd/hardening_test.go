@@ -14,6 +14,7 @@ import (
 // TestBadInputRefusedE2E: each bad input is refused by both
 // APIs, and nothing is stored.
 func TestBadInputRefusedE2E(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir())
 	p := s.from("127.0.0.2")
 	tok := p.login(abusePhone(1))
@@ -57,6 +58,7 @@ func TestBadInputRefusedE2E(t *testing.T) {
 // TestHTTPHardeningE2E: JSON 404 for a non-canonical path (no redirect),
 // 405 with Allow, nosniff everywhere, no-store on authenticated answers.
 func TestHTTPHardeningE2E(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir())
 	p := s.from("127.0.0.2")
 	tok := p.login(abusePhone(1))
@@ -118,6 +120,7 @@ func TestReadyz(t *testing.T) {
 // "post not found"; /v1: 404), does not find them in B's list, cannot like
 // them, and A's likes of B's posts are gone.
 func TestBlocksE2E(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir())
 	bob, al := s.from("127.0.0.3"), s.from("127.0.0.2")
 	b, a := bob.login(abusePhone(1)), al.login(abusePhone(2))

@@ -339,6 +339,7 @@ func squat(t *testing.T, target *importTarget) {
 // skip and clean, the rows cleaned, a re-run that adds nothing, and the
 // imported users' feeds, likes, profiles and logins.
 func TestImportHMDP(t *testing.T) {
+	t.Parallel()
 	for _, mk := range []func(*testing.T) *importTarget{
 		sqliteTarget,
 		func(t *testing.T) *importTarget { return postgresTarget(t, true) },
@@ -624,6 +625,7 @@ func checkImportedComments(t *testing.T, s *server, c *v1Client, tok string) {
 // TestImportKeepFeeds fills the inboxes from the tutorial's feed:* sets:
 // each user's first page is what the tutorial showed them.
 func TestImportKeepFeeds(t *testing.T) {
+	t.Parallel()
 	for _, mk := range []func(*testing.T) *importTarget{
 		sqliteTarget,
 		func(t *testing.T) *importTarget { return postgresTarget(t, true) },

@@ -17,6 +17,7 @@ import (
 // SQLite inbox (the embedded default) and the PostgreSQL one (PostgreSQL
 // without Redis).
 func TestInboxCapEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, b := range []struct {
 		name string
 		args func(t *testing.T) []string

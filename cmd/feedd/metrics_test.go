@@ -112,6 +112,7 @@ func get(t testing.TB, url string) (int, string, string) {
 // posts show as deliveries and lag, the job dashboard, the job gauge and
 // pprof answer on the admin listener, and /metrics is not on the public one.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--access-log")
 	if s.admin == "" {
 		t.Fatal("serve did not log its admin listener")
@@ -237,6 +238,7 @@ func TestMetrics(t *testing.T) {
 // TestAdminListenerFlags: failing to bind --admin-addr stops start-up with
 // an error naming the address; off turns the listener off.
 func TestAdminListenerFlags(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +282,7 @@ func TestAdminListenerFlags(t *testing.T) {
 // rebuild, both export pool statistics, and the job dashboard answers on
 // PostgreSQL.
 func TestMetricsWorkerProcess(t *testing.T) {
+	t.Parallel()
 	b := singleNode(t)
 	api := startProc(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, b.args...)...)
 	w := startProc(t, nil, append([]string{"worker", "--workers", "2", "--admin-addr", "127.0.0.1:0"}, b.args...)...)

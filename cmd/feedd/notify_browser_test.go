@@ -20,6 +20,7 @@ import (
 // appears; the count is 0 after viewing; and the home page's For you
 // switch shows the ranked order.
 func TestBrowserNotifications(t *testing.T) {
+	t.Parallel()
 	chromium := testenv.Chromium(t)
 	s := startServer(t, "--data", t.TempDir())
 	c := newV1Client(t, s)

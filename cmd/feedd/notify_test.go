@@ -121,6 +121,7 @@ func v1NotifyExchanges(t *testing.T, c *v1Client, a, b string) {
 // event bus between processes (PostgreSQL LISTEN/NOTIFY, Redis pub/sub);
 // the unlike that empties the group sends its removal.
 func TestNotifyStreamAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"postgres", "redis"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"--database-url", testenv.PostgresURL(t)}
@@ -207,6 +208,7 @@ func TestPublishNotices(t *testing.T) {
 // the embedded default and on PostgreSQL; the victim's stream is a client
 // of its own (127.0.0.2).
 func TestNotifyChurn(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"embedded", "postgres"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"--data", t.TempDir()}

@@ -11,6 +11,7 @@ import (
 // the off phase records none, the big group counts its bulk actors and the
 // likes into it exactly), and the result has every figure.
 func TestBenchNotify(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			args := []string{"notify", "--notify-likes", "100", "--notify-big-group", "2000", "--notify-reads", "10"}

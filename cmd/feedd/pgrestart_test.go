@@ -158,7 +158,34 @@ func TestPostgresRestart(t *testing.T) {
 		})
 	}
 
-	time.Sleep(time.Second)
+	// answered reports whether, of the requests begun since, the last n of
+	// each API's publishes and of its reads are all ones that ok accepts.
+	answered := func(since time.Time, n int, ok func(restartReply) bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		run := map[string]int{} // per kind: ok answers in a row, newest first; -1 once one is not
+		for i := len(replies) - 1; i >= 0; i-- {
+			r := replies[i]
+			switch k := r.api + " " + r.op; {
+			case !r.began.After(since) || run[k] < 0 || run[k] >= n:
+			case ok(r):
+				run[k]++
+			default:
+				run[k] = -1
+			}
+		}
+		full := 0
+		for _, v := range run {
+			if v >= n {
+				full++
+			}
+		}
+		return full == 4
+	}
+	succeeded := func(r restartReply) bool { return r.transErr == nil && (r.status == 200 || r.status == 201) }
+	refused := func(r restartReply) bool { return r.transErr == nil && r.status == 503 }
+
+	waitFor(t, "the load answered, every API's publishes and reads", func() bool { return answered(time.Time{}, 3, succeeded) })
 	var bigPost int64
 	c.must("POST", "/blog", big, map[string]string{"title": "big", "content": "to 3000"}, &bigPost)
 	waitFor(t, "the big post's job running", func() bool {
@@ -168,11 +195,14 @@ func TestPostgresRestart(t *testing.T) {
 	})
 	down := time.Now()
 	pg.Stop(t) // pg_ctl stop -m fast: sessions ended, transactions rolled back
-	time.Sleep(2 * time.Second)
+	// Away until every API's publishes and reads have been refused.
+	waitFor(t, "every API's publishes and reads refused while PostgreSQL is away", func() bool { return answered(down, 2, refused) })
 	pg.Start(t)
 	up := time.Now()
 	t.Logf("PostgreSQL away for %v", up.Sub(down).Round(time.Millisecond))
-	time.Sleep(8 * time.Second)
+	// The load goes on until every API's publishes and reads succeed again,
+	// ten in a row (a failure later than 5 s after the return fails below).
+	waitFor(t, "every API's publishes and reads succeeding again", func() bool { return answered(up, 10, succeeded) })
 	stop()
 	wg.Wait()
 

@@ -72,12 +72,18 @@ type proc struct {
 // unless args say otherwise (a worker's is off unless args turn it on).
 func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	return startProcBin(t, feeddBinary(t), env, args...)
+}
+
+// startProcBin is startProc of the feedd binary bin.
+func startProcBin(t testing.TB, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	serve := len(args) == 0 || args[0] == "serve"
 	args = append(args, "--log-format", "json")
 	if serve && !slices.Contains(args, "--admin-addr") {
 		args = append(args, "--admin-addr", "127.0.0.1:0")
 	}
-	cmd := exec.Command(feeddBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), testServeEnv...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -262,6 +262,7 @@ func ids(posts []blog) []int64 {
 // processes: every follower's Redis inbox holds exactly the 200 posts, and
 // scrolling sees each once, in feed order.
 func TestProductionScenario(t *testing.T) {
+	t.Parallel()
 	for _, mk := range []func(*testing.T) *backendArgs{singleNode, cluster} {
 		b := mk(t)
 		t.Run(b.name, func(t *testing.T) {
@@ -305,6 +306,7 @@ func TestProductionScenario(t *testing.T) {
 // TestTwoWorkersShareBigFanout: a post to 100k followers is split into batch
 // jobs that two worker processes share, and every follower gets it.
 func TestTwoWorkersShareBigFanout(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("100k followers")
 	}

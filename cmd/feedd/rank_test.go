@@ -64,6 +64,7 @@ func (c *v1Client) waitTimeline(token string, id int64) {
 // repeats nothing and shows exactly the posts of its snapshot; the two
 // orders' cursors are not interchangeable.
 func TestRankedTimeline(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir())
 	c := newV1Client(t, s)
 	v, fav, other := c.login("13800000201"), c.login("13800000202"), c.login("13800000203")
@@ -170,6 +171,7 @@ func visibleTo(c *v1Client, token string, id int64) [3]bool {
 // timelines (all three) but not from its author's; the caller's list of
 // muted words shows the folded word.
 func TestFilteredTimelines(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--report-min-age", "0") // accounts made here report
 	c := newV1Client(t, s)
 	v, a := c.login("13800000301"), c.login("13800000302")
@@ -267,6 +269,7 @@ func v1FilterExchanges(t *testing.T, c *v1Client, a, b string, post int64) {
 // reports put a post in the list hidden, restoring it brings it back to
 // other users' timelines, hiding it takes it out again.
 func TestModerationOnAdminListener(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--report-min-age", "0") // accounts made here report
 	c := newV1Client(t, s)
 	v, a := c.login("13800000401"), c.login("13800000402")

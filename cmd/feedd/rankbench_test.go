@@ -11,6 +11,7 @@ import (
 // at least 1.3 times the chronological page's, and at least 0.5. It checks
 // no timing (BENCHMARKS.md has the latencies).
 func TestBenchRankNDCG(t *testing.T) {
+	t.Parallel()
 	for _, world := range []string{
 		"--rank-seed 11 --rank-viewers 10 --rank-authors 20 --rank-follows 10 --rank-favourites 2 --rank-before 8 --rank-after 4",
 		"--rank-seed 12 --rank-viewers 10 --rank-authors 30 --rank-follows 20 --rank-favourites 5 --rank-p-fav 0.3 --rank-p-other 0.1 --rank-before 6 --rank-after 3",

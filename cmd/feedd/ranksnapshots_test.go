@@ -52,6 +52,7 @@ func TestRankSettingsFlags(t *testing.T) {
 // on the other, repeating nothing. (The embedded default keeps snapshots
 // in its own memory, for one process.)
 func TestRankSnapshotsShared(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := startServer(t, "--data", dir, "--rank-snapshots", "database")
 	b := startServer(t, "--data", dir, "--rank-snapshots", "database", "--workers", "0")

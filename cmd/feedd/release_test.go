@@ -21,7 +21,7 @@ import (
 )
 
 // releaseBuilt holds the release binaries of HEAD, built once per test run
-// by scripts/release.sh into dir (removed by TestMain). The build starts
+// by scripts/release.sh --snapshot (HEAD need not be a release) into dir (removed by TestMain). The build starts
 // with the test binary when the release tests are to run (TestMain calls
 // startReleaseBuild), so that it overlaps the package's other tests.
 var releaseBuilt struct {
@@ -42,7 +42,7 @@ func startReleaseBuild() {
 			if releaseBuilt.err != nil {
 				return
 			}
-			cmd := exec.Command("../../scripts/release.sh", "-o", releaseBuilt.dir)
+			cmd := exec.Command("../../scripts/release.sh", "--snapshot", "-o", releaseBuilt.dir)
 			releaseBuilt.out, releaseBuilt.err = cmd.CombinedOutput()
 		}()
 	})
@@ -90,10 +90,11 @@ func headCommit(t *testing.T) string {
 // empty directory.) Each binary is static, built with -trimpath, and says
 // which commit it was built from.
 func TestReleaseReproducible(t *testing.T) {
+	t.Parallel()
 	head := headCommit(t)
 	first := releaseBuild(t)
 	second := t.TempDir()
-	cmd := exec.Command("../../scripts/release.sh", "-o", second)
+	cmd := exec.Command("../../scripts/release.sh", "--snapshot", "-o", second)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/release.sh, second build: %v\n%s", err, out)
 	}
@@ -138,6 +139,7 @@ func TestReleaseReproducible(t *testing.T) {
 // savepoint journals more than SQLite keeps in memory (spillWrite); it
 // stops cleanly on SIGTERM.
 func TestReleaseBinaryInEmptyRoot(t *testing.T) {
+	t.Parallel()
 	head := headCommit(t)
 	env, uid, gid := imageConfig(t)
 	var enter []string
@@ -280,6 +282,88 @@ func TestReleaseBinaryInEmptyRoot(t *testing.T) {
 	}
 	if fmt.Sprint(names) != "[data feedd]" {
 		t.Errorf("the root holds %v after serving, want [data feedd]", names)
+	}
+}
+
+// TestReleaseRefuses: scripts/release.sh builds a release only from a
+// release's commit, with nothing uncommitted and a CHANGELOG.md that
+// agrees; otherwise it says why and builds nothing. In a clone of HEAD,
+// this checkout's release.sh, version.go and CHANGELOG.md committed, then
+// each case set up and committed: a -dev version, a CHANGELOG.md whose
+// newest release is another, one with changes left under [Unreleased], a
+// change not committed; and at last a proper release, which --check
+// passes (TestReleaseReproducible builds).
+func TestReleaseRefuses(t *testing.T) {
+	t.Parallel()
+	head := headCommit(t)
+	dir := filepath.Join(t.TempDir(), "src")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=feedd", "-c", "user.email=feedd@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := exec.Command("git", "clone", "-q", "--no-checkout", "../..", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	git("-c", "advice.detachedHead=false", "checkout", "-q", head)
+	for _, f := range []string{"scripts/release.sh", "version.go", "CHANGELOG.md"} {
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	write := func(version, changelog string) {
+		t.Helper()
+		changelog = strings.ReplaceAll(changelog, "DAY", day)
+		src := "package feed\n\nconst Release = \"" + version + "\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "version.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		head := "# Changelog\n\nWhat changed.\n\n"
+		if err := os.WriteFile(filepath.Join(dir, "CHANGELOG.md"), []byte(head+changelog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", "-A")
+		git("commit", "-q", "--allow-empty", "-m", "release "+version)
+	}
+	release := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(dir, "scripts/release.sh"), append(args, "-o", filepath.Join(dir, "dist"))...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, c := range []struct {
+		name, version, changelog, want string
+	}{
+		{"a -dev version", "9.8.7-dev", "## [Unreleased]\n\n- more\n\n## [9.8.6] - DAY\n", "is version 9.8.7-dev, not a release"},
+		{"another release in CHANGELOG.md", "9.8.7", "## [Unreleased]\n\n## [9.8.6] - DAY\n", `its newest section is "## [9.8.6] - DAY"`},
+		{"an undated section", "9.8.7", "## [9.8.7]\n\n- more\n", `its newest section is "## [9.8.7]"`},
+		{"changes left unreleased", "9.8.7", "## [Unreleased]\n\n- more\n\n## [9.8.7] - DAY\n", "still lists changes under [Unreleased]"},
+	} {
+		write(c.version, c.changelog)
+		want := strings.ReplaceAll(c.want, "DAY", day)
+		if out, err := release(); err == nil || !strings.Contains(out, want) {
+			t.Errorf("%s: release.sh = %v\n%s\nwant a refusal saying %q", c.name, err, out, want)
+		}
+	}
+	write("9.8.7", "## [Unreleased]\n\n## [9.8.7] - DAY\n\n- more\n")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := release(); err == nil || !strings.Contains(out, "has changes not committed") {
+		t.Errorf("a change not committed: release.sh = %v\n%s\nwant a refusal", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dist")); !os.IsNotExist(err) {
+		t.Errorf("a refused release.sh left %s/dist: %v", dir, err)
+	}
+	git("checkout", "-q", "README.md")
+	if out, err := release("--check"); err != nil || !strings.Contains(out, "9.8.7 (commit ") || !strings.Contains(out, "can be released") {
+		t.Errorf("release.sh --check of release 9.8.7: %v\n%s", err, out)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 // serves it and logs in as the user it names: their timeline is there,
 // with as many posts as it said, and the stream opens on it.
 func TestSeed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out, logs bytes.Buffer
 	args := []string{"seed", "--data", dir, "--users", "12", "--follows", "4", "--posts", "3", "--poll-interval", "20ms", "--log-format", "json"}

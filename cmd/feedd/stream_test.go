@@ -249,6 +249,7 @@ func TestStreamEmbedded(t *testing.T) {
 // (events over Redis Pub/Sub) and on PostgreSQL alone (events over
 // LISTEN/NOTIFY).
 func TestStreamProduction(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"redis", "cluster", "postgres"} {
 		t.Run(mode, func(t *testing.T) {
 			var args []string
@@ -350,6 +351,7 @@ func TestStreamReplayProperty(t *testing.T) {
 // TestBenchStream is a smoke run of feedd bench stream: a few idle streams
 // held in this process, a few publishes.
 func TestBenchStream(t *testing.T) {
+	t.Parallel()
 	out := runBenchJSON(t, "stream", "--streams", "30", "--publishes", "3", "--interval", "1ms", "--clients-apart=false")
 	for _, f := range []string{"p50_ms", "loaded_p50_ms", "rss_mb", "heap_per_stream_kb", "goroutines_per_stream"} {
 		if v, ok := out[f].(float64); !ok || v <= 0 {

@@ -99,6 +99,7 @@ func TestOthersCannotEndStream(t *testing.T) {
 // it (its client reconnects and reads anew), and leaves the blocked
 // user's stream open.
 func TestBlockEndsOwnStreamOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir())
 	a, b := s.from("127.0.0.2"), s.from("127.0.0.3")
 	ac, bc := a.v1(), b.v1()

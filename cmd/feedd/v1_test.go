@@ -26,6 +26,7 @@ import (
 // is checked against the served OpenAPI document, and every documented
 // status but 500 must have been seen.
 func TestV1API(t *testing.T) {
+	t.Parallel()
 	dir, app := t.TempDir(), newTestApp(t)
 	key := createAPIKey(t, "v1", "--data", dir)
 	s := startServer(t, append([]string{"--data", dir}, app.args()...)...)
@@ -466,6 +467,7 @@ func (c *v1Client) timeline(token string, limit int) []apiPost {
 // behind the cursor. It runs on SQLite, SQLite with pull-mode authors merged
 // at read time, and PostgreSQL with Redis or a Redis Cluster.
 func TestV1TimelineCursor(t *testing.T) {
+	t.Parallel()
 	sqliteMode := func(dir string) func(*testing.T, int64) int {
 		return func(t *testing.T, id int64) int {
 			db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?mode=ro&_pragma=busy_timeout(5000)")

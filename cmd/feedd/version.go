@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+
+	feed "github.com/feedd/feedd"
 )
 
-// release is the version of feedd this source is: the one CHANGELOG.md's
-// newest section names, and the tag of its commit (vRELEASE).
-const release = "0.1.0"
+// release is the version of feedd this source is (feed.Release): a
+// release at its commit, the next release's -dev version between releases.
+const release = feed.Release
 
 // version is what `feedd version` prints, one line: the release, the
 // commit the binary was built from and whether that tree had changes not

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,21 +47,71 @@ func TestVersionFormat(t *testing.T) {
 	}
 }
 
-// The release named in the source is the newest in CHANGELOG.md.
+// TestVersionInChangelog: the version the source says agrees with
+// CHANGELOG.md (CONTRIBUTING.md, "Cutting a release"). At a release's
+// commit (0.2.0) the newest section is that release's, dated; between
+// releases (0.3.0-dev) the newest is [Unreleased], and the newest release
+// below it comes before the one the source leads to.
 func TestVersionInChangelog(t *testing.T) {
 	b, err := os.ReadFile("../../CHANGELOG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sections []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "## [") && !strings.HasPrefix(line, "## [Unreleased]") {
-			if !strings.HasPrefix(line, "## ["+release+"] - ") {
-				t.Errorf("CHANGELOG.md's newest release is %q; the source says %s", line, release)
-			}
-			return
+		if strings.HasPrefix(line, "## [") {
+			sections = append(sections, line)
 		}
 	}
-	t.Errorf("CHANGELOG.md has no section for %s", release)
+	next, dev := strings.CutSuffix(release, "-dev")
+	if _, ok := semver(next); !ok {
+		t.Fatalf("the source says %q: want MAJOR.MINOR.PATCH, or that and -dev between releases", release)
+	}
+	dated := regexp.MustCompile(`^## \[([0-9.]+)\] - [0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	if !dev {
+		if len(sections) > 0 && sections[0] == "## [Unreleased]" {
+			sections = sections[1:]
+		}
+		if len(sections) == 0 || !dated.MatchString(sections[0]) || dated.FindStringSubmatch(sections[0])[1] != release {
+			t.Errorf("CHANGELOG.md's newest release is %q; the source says %s: want \"## [%s] - YYYY-MM-DD\"", sections, release, release)
+		}
+		return
+	}
+	if len(sections) == 0 || sections[0] != "## [Unreleased]" {
+		t.Fatalf("the source says %s, but CHANGELOG.md's newest section is %q: want \"## [Unreleased]\"", release, sections)
+	}
+	if len(sections) > 1 {
+		m := dated.FindStringSubmatch(sections[1])
+		if m == nil {
+			t.Fatalf("CHANGELOG.md's newest release is %q: want \"## [MAJOR.MINOR.PATCH] - YYYY-MM-DD\"", sections[1])
+		}
+		if !semverLess(m[1], next) {
+			t.Errorf("the source says %s, but CHANGELOG.md already has %s: move the source on to the next release's -dev", release, m[1])
+		}
+	}
+}
+
+// semver parses MAJOR.MINOR.PATCH.
+func semver(v string) ([3]int, bool) {
+	var n [3]int
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return n, false
+	}
+	for i, p := range parts {
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 0 || strconv.Itoa(x) != p {
+			return n, false
+		}
+		n[i] = x
+	}
+	return n, true
+}
+
+func semverLess(a, b string) bool {
+	x, _ := semver(a)
+	y, _ := semver(b)
+	return slices.Compare(x[:], y[:]) < 0
 }
 
 // TestVersionCommand: `feedd version` and `feedd --version` print one line
@@ -66,6 +119,7 @@ func TestVersionInChangelog(t *testing.T) {
 // names the release, the commit of the tree it was built from, and the Go
 // version.
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		var out, errOut bytes.Buffer
 		if err := run(t.Context(), args, env(), &out, &errOut); err != nil {

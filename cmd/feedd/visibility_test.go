@@ -54,6 +54,7 @@ func getRoutes(t *testing.T) []string {
 // showed both posts to the same users before the block and the hiding.
 // The list of routes is checked against http/routes.go.
 func TestBlocksAndHiddenOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--data", t.TempDir(), "--report-threshold", "1", "--report-min-age", "0")
 	c := newV1Client(t, s)
 	author, marker := c.login("13800000901"), c.login("13800000902")

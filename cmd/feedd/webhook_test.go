@@ -84,6 +84,7 @@ func TestWebhookSignature(t *testing.T) {
 // the delivery fail; the other host receives nothing (no phone, code or
 // signature), and the client is told the code could not be sent.
 func TestWebhookNoRedirect(t *testing.T) {
+	t.Parallel()
 	var stolen atomic.Int32
 	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stolen.Add(1)

@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/capacity"
+	"github.com/feedd/feedd/redis"
 )
 
 // CheckResult sets the simulation's counts beside the real server's for
@@ -34,8 +37,19 @@ type CheckFigures struct {
 	Deliveries       float64 `json:"deliveries"`
 	Pages            float64 `json:"pages"`
 	PullReadsPerPage float64 `json:"pull_reads_per_page"`
-	RedisBytes       float64 `json:"redis_bytes"` // inboxes and outboxes
-	Rebuilds         float64 `json:"rebuilds"`
+	// RedisBytes is the bytes of the inbox and outbox keys (MEMORY USAGE
+	// of each, summed).
+	RedisBytes float64 `json:"redis_bytes"`
+	Rebuilds   float64 `json:"rebuilds"`
+	// Not compared. RedisBytesCurve, simulated: its inboxes and outboxes
+	// priced by the costs' curves of bytes by entries, as a plan prices
+	// them (the curves are of inboxes filled from empty by deliveries
+	// alone, rebuilds not written at once). UsedMemoryGrowth, real: INFO
+	// used_memory's growth over the replay, less the clients' buffers;
+	// beside the keys it holds the key space's tables and allocations
+	// that vary from run to run by a tenth at this size.
+	RedisBytesCurve  float64 `json:"redis_bytes_curve,omitempty"`
+	UsedMemoryGrowth float64 `json:"used_memory_growth,omitempty"`
 }
 
 // CheckCapacity replays the counted visits of a simulation over g through
@@ -47,9 +61,10 @@ type CheckFigures struct {
 // clock: each user's activity before the start is set that long before
 // the replay starts, and the replay runs the visits as fast as they go.
 // Deliveries and pull reads are the server's own counts
-// (feedd_fanout_deliveries_total, feedd_feed_page_pull_authors); Redis
-// bytes are INFO used_memory's growth over the replay, against the
-// simulation's inbox and outbox sizes priced by the measured key sizes.
+// (feedd_fanout_deliveries_total, feedd_feed_page_pull_authors). Redis
+// bytes are those of the server's inbox and outbox keys after the replay,
+// against those of the simulation's inboxes and outboxes at its end, built
+// in the same Redis at the sizes it ends with (measureEnd).
 func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.Options, costs *capacity.Costs) (*CheckResult, error) {
 	pg, ok := env.Store.(*PostgresStore)
 	if env.Redis == nil || !ok || env.Metric == nil {
@@ -66,6 +81,8 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 		v.Follows = append([]uint32(nil), v.Follows...)
 		visits = append(visits, v)
 	}
+	var end capacity.End
+	o.OnEnd = func(e capacity.End) { end = e }
 	res, err := capacity.Run(g, o)
 	if err != nil {
 		return nil, err
@@ -74,7 +91,7 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 	r := &CheckResult{Users: g.Users, Edges: g.Edges(), Visits: len(visits)}
 	r.Simulated = CheckFigures{
 		Deliveries: float64(sum.Totals.Deliveries), Pages: float64(sum.Totals.Pages),
-		PullReadsPerPage: sum.Day.PullReadsPerPage, RedisBytes: sum.RedisBytes, Rebuilds: float64(sum.Totals.Rebuilds),
+		PullReadsPerPage: sum.Day.PullReadsPerPage, RedisBytesCurve: sum.RedisBytes, Rebuilds: float64(sum.Totals.Rebuilds),
 	}
 
 	// The graph, the activity times and the modes.
@@ -138,7 +155,7 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 		err = cmpErr(err, merr)
 		return v
 	}
-	mem0, err := usedMemory(ctx, env.Redis)
+	mem0, err := keysMemory(ctx, env.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +181,7 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 	}
 	r.Seconds = round(time.Since(replay).Seconds(), 1)
 	r.Load = loadavg()
-	mem1, err := usedMemory(ctx, env.Redis)
+	mem1, err := keysMemory(ctx, env.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +189,13 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 	if err != nil {
 		return nil, err
 	}
-	r.Real = CheckFigures{Deliveries: d1 - d0, Pages: n1 - n0, RedisBytes: float64(mem1 - mem0), Rebuilds: b1 - b0}
+	r.Real = CheckFigures{Deliveries: d1 - d0, Pages: n1 - n0, Rebuilds: b1 - b0, UsedMemoryGrowth: float64(mem1 - mem0)}
+	if r.Real.RedisBytes, err = inboxBytes(ctx, env.Redis, env.Prefix, env.Prefix); err != nil {
+		return nil, fmt.Errorf("the server's keys: %w", err)
+	}
+	if r.Simulated.RedisBytes, err = measureEnd(ctx, env, end); err != nil {
+		return nil, fmt.Errorf("the simulation's keys: %w", err)
+	}
 	if n1 > n0 {
 		r.Real.PullReadsPerPage = round((p1-p0)/(n1-n0), 3)
 	}
@@ -196,6 +219,117 @@ func CheckCapacity(ctx context.Context, env *Env, g *capacity.Graph, o capacity.
 		}
 	}
 	return r, nil
+}
+
+// measureEnd builds in Redis, under a prefix of its own, the inboxes and
+// outboxes that a simulation ends with, as the server builds them: each
+// built inbox restored with the entries of its last rebuild, then
+// delivered the rest one entry at a time to every inbox that gets it; the
+// inboxes never built delivered to only; the outboxes added to a post at a
+// time. It returns their bytes (inboxBytes) and deletes them.
+func measureEnd(ctx context.Context, env *Env, end capacity.End) (float64, error) {
+	cap := feed.InboxCapOr(env.InboxCap)
+	prefix := env.Prefix + "capend:"
+	defer DeleteKeys(context.WithoutCancel(ctx), env.Redis, prefix)
+	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: prefix, Cap: cap, Layout: env.Layout})
+	ob := redis.NewOutbox(env.Redis, redis.InboxOptions{Prefix: prefix + "out:", Cap: cap}, nil)
+	base := time.Now().UnixMilli() - 3_600_000
+	entry := func(p int) feed.Entry { return feed.Entry{PostID: int64(2_000_000 + p), Score: base + int64(p)*1000} }
+	id := func(u int) int64 { return int64(1_000_001 + u) }
+	delivered := make([]int, len(end.Inbox))
+	most := 0
+	for u, n := range end.Inbox {
+		if n > 0 {
+			delivered[u] = int(n)
+			if end.Built[u] {
+				delivered[u] -= int(end.Restored[u])
+			}
+			most = max(most, delivered[u])
+		}
+	}
+	bar := newProgress(env.Progress, "the simulation's keys", len(end.Inbox)+most)
+	err := parallel(ctx, 16, len(end.Inbox), func(ctx context.Context, u int) error {
+		if end.Inbox[u] < 0 || !end.Built[u] {
+			return nil
+		}
+		entries := make([]feed.Entry, end.Restored[u])
+		for i := range entries {
+			entries[i] = entry(len(entries) - 1 - i) // newest first, as a rebuild reads them
+		}
+		return ib.Restore(ctx, id(u), entries)
+	})
+	if err != nil {
+		return 0, err
+	}
+	bar.set(len(end.Inbox))
+	// The delivered entries are newer than every restored one.
+	err = parallel(ctx, 4, most, func(ctx context.Context, p int) error {
+		var to []int64
+		for u, d := range delivered {
+			if d > p {
+				to = append(to, id(u))
+			}
+		}
+		return ib.Deliver(ctx, entry(cap+p), to)
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = parallel(ctx, 16, len(end.Outbox), func(ctx context.Context, u int) error {
+		for p := range int(end.Outbox[u]) {
+			if err := ob.Add(ctx, id(u), entry(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	bar.finish()
+	return inboxBytes(ctx, env.Redis, prefix, prefix+"out:")
+}
+
+// inboxBytes sums MEMORY USAGE over the inbox keys under prefix and the
+// outbox keys under outPrefix: what the keys take, their names and the
+// key space's entries for them included, whatever else the server holds.
+func inboxBytes(ctx context.Context, rdb *goredis.Client, prefix, outPrefix string) (float64, error) {
+	var total int64
+	for _, match := range []string{redis.InboxKey(prefix, 0), redis.OutboxKey(outPrefix, 0)} {
+		match = strings.TrimSuffix(match, "0}") + "*"
+		iter := rdb.Scan(ctx, 0, match, 1000).Iterator()
+		var keys []string
+		flush := func() error {
+			cmds, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for _, k := range keys {
+					p.MemoryUsage(ctx, k, 0)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, c := range cmds {
+				total += c.(*goredis.IntCmd).Val()
+			}
+			keys = keys[:0]
+			return nil
+		}
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				if err := flush(); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return 0, err
+		}
+		if err := flush(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(total), nil
 }
 
 func cmpErr(a, b error) error {
@@ -260,6 +394,7 @@ func (r *CheckResult) Text() string {
 	line("pages", "pages", r.Simulated.Pages, r.Real.Pages)
 	line("pull reads per page", "pull_reads_per_page", r.Simulated.PullReadsPerPage, r.Real.PullReadsPerPage)
 	line("Redis bytes", "redis_bytes", r.Simulated.RedisBytes, r.Real.RedisBytes)
+	fmt.Fprintf(&b, "%-22s %14.4g %14.4g %9s\n", "  (curves; used_memory)", r.Simulated.RedisBytesCurve, r.Real.UsedMemoryGrowth, "")
 	line("inbox rebuilds", "rebuilds", r.Simulated.Rebuilds, r.Real.Rebuilds)
 	return b.String()
 }

@@ -92,7 +92,7 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 		if err := parallel(ctx, 16, 64, func(ctx context.Context, _ int) error { return env.Redis.Ping(ctx).Err() }); err != nil {
 			return err
 		}
-		before, err := usedMemory(ctx, env.Redis)
+		before, err := keysMemory(ctx, env.Redis)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) er
 			}
 			done = to
 			bar.set(done)
-			after, err := usedMemory(ctx, env.Redis)
+			after, err := keysMemory(ctx, env.Redis)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -244,6 +245,41 @@ func usedMemory(ctx context.Context, rdb *goredis.Client) (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(v, 10, 64)
+}
+
+// keysMemory is INFO used_memory less the clients' buffers
+// (mem_clients_normal, mem_clients_slaves): what the keys take, however
+// many connections the server has open at the time (each holds buffers of
+// up to tens of KB, and a busier server opens more of them).
+func keysMemory(ctx context.Context, rdb *goredis.Client) (int64, error) {
+	s, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	var used int64
+	var found bool
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "used_memory", "mem_clients_normal", "mem_clients_slaves":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("bench: INFO memory %s: %w", k, err)
+			}
+			if k == "used_memory" {
+				used, found = used+n, true
+			} else {
+				used -= n
+			}
+		}
+	}
+	if !found {
+		return 0, errors.New("bench: INFO memory has no used_memory")
+	}
+	return used, nil
 }
 
 // deleteSync deletes the keys with DEL (not UNLINK), so that used_memory

@@ -104,6 +104,9 @@ type Options struct {
 	OnStart func(lastActive []int32, mode []feed.Mode)
 	// OnVisit, when set, is told of every counted visit in order.
 	OnVisit func(Visit)
+	// OnEnd, when set, is told of every user's keys in Redis at the end,
+	// for building them in a real Redis; the slices are the run's own.
+	OnEnd func(End)
 	// Progress, when set, is told of the days done.
 	Progress func(stage string, done, total int) `json:"-"`
 }
@@ -125,6 +128,17 @@ type Result struct {
 	Edges        int64   `json:"edges"`        // follows at the end
 }
 
+// End is the state of the users' Redis keys at the end of a run. A
+// built inbox holds Inbox[u] entries (-1: no inbox in Redis), of which
+// Restored[u] its last rebuild wrote at once (Restore), the others came
+// by deliveries; an inbox never built (Built[u] false) came by deliveries
+// alone. Outbox[u] is the entries of u's outbox.
+type End struct {
+	Inbox, Restored []int16
+	Built           []bool
+	Outbox          []int16
+}
+
 const day = 24 * 3600
 
 // maxPullSlot bounds PullsPerPage.
@@ -141,6 +155,7 @@ type sim struct {
 	postRate   []float32 // mean posts per visit
 	lastActive []int32   // seconds, may be negative (before the start)
 	inbox      []int16   // entries; -1: no inbox in Redis
+	restored   []int16   // of them, written by the last rebuild
 	built      []bool    // the inbox was built (Restore): reads find it
 	posts      []uint32  // posts published (the outbox holds min(cap, posts))
 	fans       []uint32
@@ -184,6 +199,7 @@ func Run(g *Graph, opt Options) (*Result, error) {
 		postRate:   make([]float32, n),
 		lastActive: make([]int32, n),
 		inbox:      make([]int16, n),
+		restored:   make([]int16, n),
 		built:      make([]bool, n),
 		posts:      make([]uint32, n),
 		fans:       make([]uint32, n),
@@ -280,6 +296,13 @@ func Run(g *Graph, opt Options) (*Result, error) {
 			s.res.PullEdges += int64(s.fans[u])
 		}
 		s.res.Edges += int64(s.fans[u])
+	}
+	if opt.OnEnd != nil {
+		outbox := make([]int16, n)
+		for u := range n {
+			outbox[u] = int16(min(int(s.posts[u]), cap))
+		}
+		opt.OnEnd(End{Inbox: s.inbox, Restored: s.restored, Built: s.built, Outbox: outbox})
 	}
 	return s.res, nil
 }
@@ -378,8 +401,18 @@ func (s *sim) post(u uint32, at int64) {
 
 func (s *sim) deliver(u uint32) {
 	s.now.Deliveries++
-	// Delivering to a missing inbox writes the entry anyway (redis.Inbox.Deliver).
-	s.inbox[u] = int16(min(int(max(s.inbox[u], 0))+1, s.cap))
+	s.add(u, 1)
+}
+
+// add puts k newer entries in u's inbox; past the cap, the oldest (the
+// restored ones first) are trimmed. Delivering to a missing inbox writes
+// the entry anyway (redis.Inbox.Deliver).
+func (s *sim) add(u uint32, k int) {
+	n := int(max(s.inbox[u], 0)) + k
+	if over := n - s.cap; over > 0 {
+		s.restored[u] = int16(max(int(s.restored[u])-over, 0))
+	}
+	s.inbox[u] = int16(min(n, s.cap))
 }
 
 // follow is Service.Follow and its follow job (fanout.followWorker): a new
@@ -410,7 +443,7 @@ func (s *sim) follow(u, f uint32) {
 	k := min(int(s.posts[f]), s.cap, feed.BackfillSize(st.Backfill, st.InboxCap))
 	if k > 0 {
 		c.Backfilled += int64(k)
-		s.inbox[u] = int16(min(int(max(s.inbox[u], 0))+k, s.cap))
+		s.add(u, k)
 	}
 }
 
@@ -430,6 +463,7 @@ func (s *sim) rebuild(u uint32) {
 	}
 	n = min(n, s.cap)
 	s.inbox[u] = int16(max(int(s.inbox[u]), n)) // Restore merges
+	s.restored[u] = int16(n)
 	s.built[u] = true
 	s.now.Rebuilds++
 	s.now.RebuiltEntries += int64(n)

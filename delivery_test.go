@@ -7,9 +7,9 @@ import (
 	feed "github.com/feedd/feedd"
 )
 
-// TestDistributionRules: the push/pull line with its hysteresis, the
+// TestDeliveryRules: the push/pull line with its hysteresis, the
 // activity horizon and the backfill size, at and around their edges.
-func TestDistributionRules(t *testing.T) {
+func TestDeliveryRules(t *testing.T) {
 	for _, c := range []struct {
 		mode            feed.Mode
 		fans, threshold int
