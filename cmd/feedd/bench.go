@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -82,17 +83,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		if len(args) == 0 {
-			return errors.New("feedd bench needs a benchmark: fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity, import or media")
+			return errors.New("feedd bench needs a benchmark: " + benchNames())
 		}
 		return nil
 	}
 	sub := args[0]
-	switch sub {
-	case "fanout", "read", "publish", "memory", "stream", "mixed", "rank", "writes", "notify", "push", "comments", "server", "capacity", "import", "media":
-	case streamClientsCmd:
+	if sub == streamClientsCmd {
 		return holdStreamClients(ctx, os.Stdin, stdout)
-	default:
-		return fmt.Errorf("unknown benchmark %q (fanout, read, publish, memory, stream, mixed, rank, writes, notify, push, comments, server, capacity, import or media)", sub)
+	}
+	step, ok := findBenchStep(sub)
+	if !ok {
+		return fmt.Errorf("unknown benchmark %q (%s)", sub, benchNames())
 	}
 	c, bf := &config{cmd: "serve"}, &benchFlags{}
 	fs, explicit, envErr := newBenchFlagSet(sub, c, bf, getenv, stderr)
@@ -112,16 +113,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if err := benchSettings(sub, c, bf, set); err != nil {
 		return err
 	}
-	var capOpt bench.CapacityOptions
-	if sub == "capacity" {
-		var err error
-		if capOpt, err = capacitySettings(c, bf, set); err != nil {
+	r := &benchRun{c: c, bf: bf, set: set, stdout: stdout, stderr: stderr}
+	if step.prepare != nil {
+		if done, err := step.prepare(ctx, r); done || err != nil {
 			return err
-		}
-		if !bf.capacity.needsServer() {
-			fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
-			defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
-			return runCapacity(ctx, nil, bf, capOpt, stdout, stderr)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
@@ -131,7 +126,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	tag := randomTag()
+	r.tag = randomTag()
 
 	var rdb *goredis.Client
 	if c.redisNode != nil {
@@ -143,7 +138,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("redis: %w", err)
 		}
 		// Everything the run writes goes under a prefix of its own.
-		c.redisPrefix += "feeddbench:" + tag + ":"
+		c.redisPrefix += "feeddbench:" + r.tag + ":"
 		defer func() {
 			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer ccancel()
@@ -155,124 +150,12 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}()
 	}
 
-	var setNotify func(on bool) // bench notify: --notify, switched within the run
-	env := &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Layout: redis.Layout(c.inboxLayout), Progress: stderr}
-	if sub != "memory" {
-		cleanup, err := benchDatabase(ctx, c, tag, set["data"])
-		if err != nil {
+	r.env = &bench.Env{Redis: rdb, Prefix: c.redisPrefix, FanoutBatch: c.fanoutBatch, InboxCap: c.inboxCap, Layout: redis.Layout(c.inboxLayout), Progress: stderr}
+	defer r.close()
+	if !step.redisOnly {
+		if err := wireBench(ctx, r, step, log); err != nil {
 			return err
 		}
-		defer cleanup()
-		c.noEvents = !bf.events
-		if sub == "push" {
-			// The push service on loopback that the pushes go to.
-			srv, err := pushtest.NewServer()
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			bf.push.Server = srv
-			c.push.on, c.push.allow = true, strings.TrimPrefix(srv.URL, "http://")
-		}
-		api := *c
-		if bf.workersApart {
-			api.workers = 0 // feedd serve --workers 0; the workers are wired below as feedd worker
-		}
-		a, err := openApp(ctx, &api, log)
-		if err != nil {
-			return err
-		}
-		defer a.close()
-		if sub == "fanout" && bf.events {
-			// Every event reaches this process, as it reaches every API
-			// process: the broker's delivery and the local dispatch count.
-			s, err := a.events.Subscribe(ctx, 0, nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-		}
-		env.Service = a.service
-		if c.media.s3URL == "" {
-			env.MediaDir = c.mediaDir()
-		}
-		if a.jobCounts != nil {
-			jobCounts := a.jobCounts
-			env.Jobs = func(ctx context.Context) (int64, error) {
-				counts, err := jobCounts(ctx)
-				var n int64
-				for _, c := range counts {
-					if c.State != "discarded" && c.State != "cancelled" {
-						n += c.Jobs
-					}
-				}
-				return n, err
-			}
-		}
-		setNotify = notifySwitch(a.service.Posts)
-		apiMetrics := a.metrics
-		env.Start = a.start
-		env.Stop = a.stop
-		health := a.health
-		apiApp := a // the API process's wiring; a becomes the workers' when apart
-		var workersApp *app
-		if bf.workersApart {
-			wc := *c
-			wc.cmd = "worker"
-			wa, err := openApp(ctx, &wc, log)
-			if err != nil {
-				return err
-			}
-			defer wa.close()
-			env.Start, env.Stop = wa.start, wa.stop
-			a, workersApp = wa, wa // stopped below
-		}
-		defer func() {
-			// Whatever fan-out is still queued is abandoned with the database.
-			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer scancel()
-			a.stop(sctx)
-		}()
-		env.Metric = func(name string) (float64, error) {
-			v, err := apiMetrics.Value(name)
-			if workersApp != nil && err == nil {
-				var w float64
-				w, err = workersApp.metrics.Value(name)
-				v += w
-			}
-			return v, err
-		}
-		streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
-		env.Connected = streams.Connected
-		env.Handler = func(extra map[string]http.Handler) http.Handler {
-			return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp), Unavailable: apiApp.unavailable}).Handler()
-		}
-		if c.databaseURL != "" {
-			pool, err := pgxpool.New(ctx, c.databaseURL)
-			if err != nil {
-				return err
-			}
-			env.Store = &bench.PostgresStore{Pool: pool}
-			env.Gauges = soakGauges(apiApp, workersApp, pool, rdb)
-		} else {
-			db, err := sqlite.Open(ctx, c.dataDir)
-			if err != nil {
-				return err
-			}
-			store := &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
-			if !c.redisConfigured() {
-				idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{}, nil)
-				if err != nil {
-					db.Close()
-					return err
-				}
-				store.InboxWrite, store.InboxRead = idb.Write, idb.Read
-				store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
-			}
-			env.Store = store
-			env.Gauges = soakGauges(apiApp, workersApp, nil, rdb)
-		}
-		defer env.Store.Close()
 	}
 
 	// The machine's load, for the record: figures taken while other work
@@ -280,156 +163,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stderr, "load average at start: %s\n", loadAverage())
 	defer func() { fmt.Fprintf(stderr, "load average at end: %s\n", loadAverage()) }()
 
-	var out any
-	var text string
-	switch sub {
-	case "fanout":
-		r, err := bench.Fanout(ctx, env, bench.FanoutOptions{Followers: bf.followers, Runs: bf.runs, CPUProfile: bf.cpuProfile})
-		if err != nil {
-			return err
-		}
-		out = r
-		seed, limit := "one ZADD per follower, each awaited, one connection", "the same ZADDs pipelined, 4 connections, no application logic"
-		if r.Backend != "redis" {
-			seed, limit = "one INSERT per follower, each its own statement", "the same rows in bulk INSERT ... SELECT statements"
-		}
-		text = fmt.Sprintf("fan-out of one post to %d followers, inboxes in %s (median of %d runs)\n"+
-			"  seed   %12.0f deliveries/s   (the tutorial's loop: %s)\n"+
-			"  feedd  %12.0f deliveries/s   (publish until the last inbox holds the post: %.3f s)\n"+
-			"  repost %12.0f deliveries/s   (a repost by the same author until the last inbox holds it: %.3f s)\n"+
-			"  limit  %12.0f deliveries/s   (%s)\n"+
-			"  feedd/seed %.1fx, feedd/limit %.2f, repost/post %.3f\n",
-			r.Followers, r.Backend, len(r.Runs), r.SeedPerS, seed, r.FeeddPerS, r.FeeddSeconds, r.RepostPerS, r.RepostSeconds, r.LimitPerS, limit,
-			r.FeeddPerS/r.SeedPerS, r.FeeddPerS/r.LimitPerS, r.RepostRatio)
-	case "read":
-		r, err := bench.Read(ctx, env, bench.ReadOptions{
-			Users: bf.users, Follows: bf.follows, Posts: bf.posts, Concurrency: bf.concurrency,
-			Duration: bf.duration, Runs: bf.runs, PageSize: c.pageSize, CPUProfile: bf.cpuProfile, RepostShare: bf.repostShare,
-		})
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "publish":
-		r, err := bench.Publish(ctx, env, bench.PublishOptions{
-			Followers: bf.followers, Publishes: bf.publishes, Interval: bf.interval,
-		})
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "stream":
-		opt := bench.StreamOptions{Streams: bf.streams, PerUser: c.streamUser, Publishes: bf.publishes, Interval: bf.interval, WorkersApart: bf.workersApart}
-		if bf.apart {
-			opt.Hold = holdStreamsApart
-		}
-		r, err := bench.Stream(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "mixed":
-		r, err := bench.Mixed(ctx, env, bench.MixedOptions{
-			Users: bf.users, Follows: bf.follows, Rate: bf.rate, Duration: bf.duration,
-			PublishShare: bf.pubShare, MaxInFlight: bf.maxInFlight, CPUProfile: bf.cpuProfile,
-			SampleEvery: bf.sampleEvery, SoakWindow: bf.soakWindow,
-		})
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "rank":
-		opt := bf.rank
-		opt.CPUProfile = bf.cpuProfile
-		r, err := bench.Rank(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "writes":
-		sync := ""
-		if c.databaseURL == "" {
-			sync = c.synchronous
-		}
-		r, err := bench.Writes(ctx, env, bench.WritesOptions{
-			Users: bf.users, Clients: bf.concurrency, Duration: bf.duration, Runs: bf.runs, Synchronous: sync, CPUProfile: bf.cpuProfile,
-		})
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "notify":
-		opt := bf.notify
-		opt.Runs, opt.SetNotify = bf.runs, setNotify
-		r, err := bench.Notify(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "push":
-		opt := bf.push
-		opt.Runs = bf.runs
-		r, err := bench.Push(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "import":
-		r, err := benchImport(ctx, c, bf, env, tag)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "comments":
-		opt := bf.comments
-		opt.Runs = bf.runs
-		r, err := bench.Comments(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "server":
-		opt := bf.server
-		opt.Runs, opt.CPUProfile = bf.runs, bf.cpuProfile
-		if set["concurrency"] {
-			opt.Concurrency = bf.concurrency
-		}
-		r, err := bench.Server(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "media":
-		opt := bf.media
-		opt.Duration = bf.duration
-		r, err := bench.Media(ctx, env, opt)
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
-	case "capacity":
-		return runCapacity(ctx, env, bf, capOpt, stdout, stderr)
-	case "memory":
-		r, err := bench.Memory(ctx, rdb, bench.MemoryOptions{
-			Prefix: c.redisPrefix, Inboxes: bf.inboxes, Cap: c.inboxCap, Progress: stderr,
-		})
-		if err != nil {
-			return err
-		}
-		out = r
-		text = r.Text()
+	out, text, err := step.run(ctx, r)
+	if err != nil || out == nil {
+		return err
 	}
 	if bf.json {
 		b, err := json.Marshal(out)
@@ -440,6 +176,127 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	} else {
 		fmt.Fprint(stdout, text)
 	}
+	return nil
+}
+
+// wireBench wires feedd for r as 'feedd serve' does, on a database of the
+// run's own, and fills r.env with it; r.close undoes it all.
+func wireBench(ctx context.Context, r *benchRun, step benchStep, log *slog.Logger) error {
+	c, bf, env := r.c, r.bf, r.env
+	cleanup, err := benchDatabase(ctx, c, r.tag, r.set["data"])
+	if err != nil {
+		return err
+	}
+	r.atClose(cleanup)
+	c.noEvents = !bf.events
+	if step.pushService {
+		// The push service on loopback that the pushes go to.
+		srv, err := pushtest.NewServer()
+		if err != nil {
+			return err
+		}
+		r.atClose(srv.Close)
+		bf.push.Server = srv
+		c.push.on, c.push.allow = true, strings.TrimPrefix(srv.URL, "http://")
+	}
+	api := *c
+	if bf.workersApart {
+		api.workers = 0 // feedd serve --workers 0; the workers are wired below as feedd worker
+	}
+	a, err := openApp(ctx, &api, log)
+	if err != nil {
+		return err
+	}
+	r.atClose(a.close)
+	if step.subscribe && bf.events {
+		// Every event reaches this process, as it reaches every API
+		// process: the broker's delivery and the local dispatch count.
+		s, err := a.events.Subscribe(ctx, 0, nil)
+		if err != nil {
+			return err
+		}
+		r.atClose(func() { s.Close() })
+	}
+	env.Service = a.service
+	if c.media.s3URL == "" {
+		env.MediaDir = c.mediaDir()
+	}
+	if a.jobCounts != nil {
+		jobCounts := a.jobCounts
+		env.Jobs = func(ctx context.Context) (int64, error) {
+			counts, err := jobCounts(ctx)
+			var n int64
+			for _, c := range counts {
+				if c.State != "discarded" && c.State != "cancelled" {
+					n += c.Jobs
+				}
+			}
+			return n, err
+		}
+	}
+	apiMetrics := a.metrics
+	env.Start = a.start
+	env.Stop = a.stop
+	health := a.health
+	apiApp := a // the API process's wiring; a becomes the workers' when apart
+	var workersApp *app
+	if bf.workersApart {
+		wc := *c
+		wc.cmd = "worker"
+		wa, err := openApp(ctx, &wc, log)
+		if err != nil {
+			return err
+		}
+		r.atClose(wa.close)
+		env.Start, env.Stop = wa.start, wa.stop
+		a, workersApp = wa, wa // stopped below
+	}
+	r.atClose(func() {
+		// Whatever fan-out is still queued is abandoned with the database.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		a.stop(sctx)
+	})
+	env.Metric = func(name string) (float64, error) {
+		v, err := apiMetrics.Value(name)
+		if workersApp != nil && err == nil {
+			var w float64
+			w, err = workersApp.metrics.Value(name)
+			v += w
+		}
+		return v, err
+	}
+	streams := &feedhttp.Streams{Events: apiApp.events, PerUser: c.streamUser, Max: c.streamMax, Trace: apiApp.trace}
+	env.Connected = streams.Connected
+	env.Handler = func(extra map[string]http.Handler) http.Handler {
+		return (&feedhttp.Server{Service: apiApp.service, Log: log, Health: health, Extra: extra, Observe: apiApp.metrics, Streams: streams, Shed: c.shed(apiApp), Unavailable: apiApp.unavailable}).Handler()
+	}
+	if c.databaseURL != "" {
+		pool, err := pgxpool.New(ctx, c.databaseURL)
+		if err != nil {
+			return err
+		}
+		env.Store = &bench.PostgresStore{Pool: pool}
+		env.Gauges = soakGauges(apiApp, workersApp, pool, env.Redis)
+	} else {
+		db, err := sqlite.Open(ctx, c.dataDir)
+		if err != nil {
+			return err
+		}
+		store := &bench.SQLiteStore{Write: db.Write, Read: db.Read, Closer: db.Close}
+		if !c.redisConfigured() {
+			idb, err := sqlite.OpenInbox(ctx, c.dataDir, sqlite.Options{}, nil)
+			if err != nil {
+				db.Close()
+				return err
+			}
+			store.InboxWrite, store.InboxRead = idb.Write, idb.Read
+			store.Closer = func() error { return errors.Join(idb.Close(), db.Close()) }
+		}
+		env.Store = store
+		env.Gauges = soakGauges(apiApp, workersApp, nil, env.Redis)
+	}
+	r.atClose(func() { env.Store.Close() })
 	return nil
 }
 

@@ -15,7 +15,6 @@ import (
 
 	feed "github.com/feedd/feedd"
 	"github.com/feedd/feedd/internal/capacity"
-	"github.com/feedd/feedd/redis"
 )
 
 // The per-operation costs of `feedd bench capacity`, measured on the Redis
@@ -54,118 +53,6 @@ func MeasureCosts(ctx context.Context, env *Env, opt CostsOptions) (*capacity.Co
 		return nil, err
 	}
 	return k, nil
-}
-
-// sizes are the entry counts at which key bytes are measured: powers of two
-// below the cap, then the cap.
-func sizes(cap int) []int {
-	out := []int{0}
-	for n := 1; n < cap; n *= 2 {
-		out = append(out, n)
-	}
-	return append(out, cap)
-}
-
-// measureBytes fills keys inboxes (built empty, as a first read builds
-// them, then delivered to post by post as fan-out does), keys inboxes never
-// built (delivered to only) and keys outboxes (a post at a time), reading
-// INFO used_memory at each size. An inbox
-// "at the cap" is measured after a quarter cap more deliveries, at its
-// steady state between trims; the Redis CPU of those deliveries is the
-// cost of a delivery into a full inbox.
-func measureBytes(ctx context.Context, env *Env, keys int, k *capacity.Costs) error {
-	cap := feed.InboxCapOr(env.InboxCap)
-	prefix := env.Prefix + "capmem:"
-	defer DeleteKeys(context.WithoutCancel(ctx), env.Redis, prefix)
-	ib := redis.NewInbox(env.Redis, redis.InboxOptions{Prefix: prefix, Cap: cap, Layout: env.Layout})
-	ob := redis.NewOutbox(env.Redis, redis.InboxOptions{Prefix: prefix + "out:", Cap: cap}, nil)
-	users := make([]int64, keys)
-	for i := range users {
-		users[i] = int64(1_000_001 + i)
-	}
-	base := time.Now().UnixMilli() - 3_600_000
-	entry := func(p int) feed.Entry { return feed.Entry{PostID: int64(2_000_000 + p), Score: base + int64(p)*1000} }
-
-	for _, kind := range []string{"inbox", "unbuilt inbox", "outbox"} {
-		// Every connection the fills use is open before the baseline: a
-		// client's buffers are in used_memory too (~20 KB each).
-		if err := parallel(ctx, 16, 64, func(ctx context.Context, _ int) error { return env.Redis.Ping(ctx).Err() }); err != nil {
-			return err
-		}
-		before, err := keysMemory(ctx, env.Redis)
-		if err != nil {
-			return err
-		}
-		if kind == "inbox" {
-			for _, u := range users { // built empty, as a first read builds it
-				if err := ib.Restore(ctx, u, nil); err != nil {
-					return err
-				}
-			}
-		}
-		deliver := func(from, to int) error {
-			if kind != "outbox" {
-				return parallel(ctx, 4, to-from, func(ctx context.Context, i int) error {
-					return ib.Deliver(ctx, entry(from+i), users)
-				})
-			}
-			return parallel(ctx, 16, len(users), func(ctx context.Context, i int) error {
-				for p := from; p < to; p++ {
-					if err := ob.Add(ctx, users[i], entry(p)); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}
-		var pts []capacity.Point
-		done := 0
-		bar := newProgress(env.Progress, kind+" bytes by size", cap+cap/4)
-		for _, n := range sizes(cap) {
-			to := n
-			if n == cap {
-				to = cap + cap/4
-				if err := deliver(done, cap); err != nil {
-					return err
-				}
-				done = cap
-			}
-			cpu0 := redisCPU(ctx, env.Redis)
-			if err := deliver(done, to); err != nil {
-				return err
-			}
-			if n == cap && kind == "inbox" {
-				k.RedisUsPerDelivery = round(float64((redisCPU(ctx, env.Redis)-cpu0).Microseconds())/float64((to-done)*keys), 3)
-			}
-			done = to
-			bar.set(done)
-			after, err := keysMemory(ctx, env.Redis)
-			if err != nil {
-				return err
-			}
-			pts = append(pts, capacity.Point{Entries: n, Bytes: round(float64(after-before)/float64(keys), 1)})
-		}
-		bar.finish()
-		switch kind {
-		case "inbox":
-			k.InboxBytes = pts
-		case "unbuilt inbox":
-			k.InboxUnbuiltBytes = pts
-		default:
-			k.OutboxBytes = pts
-		}
-		// The next kind starts from no key, on the same key names, freed
-		// before it starts (DEL, not UNLINK).
-		if kind != "outbox" {
-			if err := deleteSync(ctx, env.Redis, users, ib.HeadKey); err != nil {
-				return err
-			}
-			if err := deleteSync(ctx, env.Redis, users, func(u int64) string { return redis.BodyKey(prefix, u) }); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // pgStats reads the rows written and the transactions committed in the
@@ -248,88 +135,135 @@ func waitJobs(ctx context.Context, env *Env) error {
 // readers 1-200 following 10 push authors, readers 1-100 also 10 pull-mode
 // authors; 500 users with no follower who post.
 func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int, k *capacity.Costs) error {
-	const users, readers, posters = 20_000, 200, 500
-	bar := newProgress(env.Progress, "load users", users)
-	first, err := env.Store.CreateUsers(ctx, "cap-", users, bar.set)
-	bar.finish()
+	w, err := buildCostWorld(ctx, env, pg)
 	if err != nil {
 		return err
 	}
-	id := func(i int) int64 { return first + int64(i) }
-	pushAuthors, pullAuthors, poster0 := 201, 211, 300
-	var pairs [][2]int64
-	for i := 1; i < users; i++ {
-		pairs = append(pairs, [2]int64{id(i), id(0)})
+	if err := w.measurePosts(ctx, k); err != nil {
+		return err
 	}
-	for r := 1; r <= readers; r++ {
+	if err := w.measureFanout(ctx, k); err != nil {
+		return err
+	}
+	if err := w.measureFollows(ctx, k); err != nil {
+		return err
+	}
+	return w.measurePages(ctx, pages, k)
+}
+
+// The world of measureService, by user index.
+const (
+	costUsers, costReaders, costPosters           = 20_000, 200, 500
+	costPushAuthors, costPullAuthors, costPoster0 = 201, 211, 300
+)
+
+// costWorld is the world measureService builds, which its steps share.
+type costWorld struct {
+	env    *Env
+	pg     *PostgresStore
+	h      http.Handler
+	first  int64          // user 0's id
+	tokens map[int]string // the sessions made, by user index
+	rows   float64        // the rows written in the database, as of the last step
+}
+
+// buildCostWorld loads the users and follows of measureService's world and
+// ten posts by each author, so that every page is full.
+func buildCostWorld(ctx context.Context, env *Env, pg *PostgresStore) (*costWorld, error) {
+	bar := newProgress(env.Progress, "load users", costUsers)
+	first, err := env.Store.CreateUsers(ctx, "cap-", costUsers, bar.set)
+	bar.finish()
+	if err != nil {
+		return nil, err
+	}
+	w := &costWorld{env: env, pg: pg, first: first, tokens: map[int]string{}}
+	var pairs [][2]int64
+	for i := 1; i < costUsers; i++ {
+		pairs = append(pairs, [2]int64{w.id(i), w.id(0)})
+	}
+	for r := 1; r <= costReaders; r++ {
 		for a := range costPulls {
-			pairs = append(pairs, [2]int64{id(r), id(pushAuthors + a)})
-			if r <= readers/2 {
-				pairs = append(pairs, [2]int64{id(r), id(pullAuthors + a)})
+			pairs = append(pairs, [2]int64{w.id(r), w.id(costPushAuthors + a)})
+			if r <= costReaders/2 {
+				pairs = append(pairs, [2]int64{w.id(r), w.id(costPullAuthors + a)})
 			}
 		}
 	}
 	if err := env.Store.Follow(ctx, pairs); err != nil {
-		return err
+		return nil, err
 	}
-	if err := env.Store.FixCounts(ctx, id(0), id(users-1)); err != nil {
-		return err
+	if err := env.Store.FixCounts(ctx, w.id(0), w.id(costUsers-1)); err != nil {
+		return nil, err
 	}
 	for a := range costPulls {
-		if err := env.Service.Social.SetMode(ctx, id(pullAuthors+a), feed.PullMode); err != nil {
-			return err
+		if err := env.Service.Social.SetMode(ctx, w.id(costPullAuthors+a), feed.PullMode); err != nil {
+			return nil, err
 		}
 	}
-	h := env.Handler(nil)
-	tokens := map[int]string{}
-	token := func(i int) (string, error) {
-		if t, ok := tokens[i]; ok {
-			return t, nil
-		}
-		t, err := session(ctx, env, id(i))
-		tokens[i] = t
-		return t, err
-	}
-	post := func(i, n int) error {
-		tok, err := token(i)
-		if err != nil {
-			return err
-		}
-		return handlerCall(h, http.MethodPost, "/blog", tok, map[string]string{"title": "capacity " + strconv.Itoa(n), "content": "a post of feedd bench capacity"}, nil)
-	}
+	w.h = env.Handler(nil)
 	if err := env.Start(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	// Ten posts by each author, so that every page is full.
 	for n := range 10 {
 		for a := range 2 * costPulls {
-			if err := post(pushAuthors+a, n); err != nil {
-				return err
+			if err := w.post(ctx, costPushAuthors+a, n); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if err := waitJobs(ctx, env); err != nil {
-		return err
-	}
+	return w, waitJobs(ctx, env)
+}
 
-	// Posts with their jobs: the API's CPU with the workers stopped, then
-	// the workers' as they drain the jobs, then the rows of both.
-	if err := env.Stop(ctx); err != nil {
-		return err
+// id is the id of user i.
+func (w *costWorld) id(i int) int64 { return w.first + int64(i) }
+
+// token is a session of user i, made at its first use.
+func (w *costWorld) token(ctx context.Context, i int) (string, error) {
+	if t, ok := w.tokens[i]; ok {
+		return t, nil
 	}
-	rows0, _, err := pgStats(ctx, pg, true)
+	t, err := session(ctx, w.env, w.id(i))
+	w.tokens[i] = t
+	return t, err
+}
+
+// post publishes user i's post n through the handler.
+func (w *costWorld) post(ctx context.Context, i, n int) error {
+	tok, err := w.token(ctx, i)
 	if err != nil {
 		return err
 	}
-	bar = newProgress(env.Progress, "posts", posters)
+	return handlerCall(w.h, http.MethodPost, "/blog", tok, map[string]string{"title": "capacity " + strconv.Itoa(n), "content": "a post of feedd bench capacity"}, nil)
+}
+
+// settle reads the rows written so far, once the backends have reported.
+func (w *costWorld) settle(ctx context.Context) error {
+	rows, _, err := pgStats(ctx, w.pg, true)
+	w.rows = rows
+	return err
+}
+
+// measurePosts measures posts with their jobs: the API's CPU with the
+// workers stopped, then the workers' as they drain the jobs, then the rows
+// of both.
+func (w *costWorld) measurePosts(ctx context.Context, k *capacity.Costs) error {
+	env := w.env
+	if err := env.Stop(ctx); err != nil {
+		return err
+	}
+	if err := w.settle(ctx); err != nil {
+		return err
+	}
+	rows0 := w.rows
+	bar := newProgress(env.Progress, "posts", costPosters)
 	cpu := ProcessCPU()
-	for i := range posters {
-		if err := post(poster0+i, i); err != nil {
+	for i := range costPosters {
+		if err := w.post(ctx, costPoster0+i, i); err != nil {
 			return err
 		}
 		bar.set(i + 1)
 	}
-	k.APIUsPerWrite = round(float64((ProcessCPU()-cpu).Microseconds())/posters, 1)
+	k.APIUsPerWrite = round(float64((ProcessCPU()-cpu).Microseconds())/costPosters, 1)
 	bar.finish()
 	cpu, rcpu := ProcessCPU(), redisCPU(ctx, env.Redis)
 	if err := env.Start(ctx); err != nil {
@@ -338,25 +272,28 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 	if err := waitJobs(ctx, env); err != nil {
 		return err
 	}
-	k.WorkerUsPerJob = round(float64((ProcessCPU()-cpu).Microseconds())/posters, 1)
-	k.RedisUsPerPost = round(float64((redisCPU(ctx, env.Redis)-rcpu).Microseconds())/posters, 2)
-	rows1, _, err := pgStats(ctx, pg, true)
-	if err != nil {
+	k.WorkerUsPerJob = round(float64((ProcessCPU()-cpu).Microseconds())/costPosters, 1)
+	k.RedisUsPerPost = round(float64((redisCPU(ctx, env.Redis)-rcpu).Microseconds())/costPosters, 2)
+	if err := w.settle(ctx); err != nil {
 		return err
 	}
-	k.PGRowsPerPost = round((rows1-rows0)/posters, 2)
+	k.PGRowsPerPost = round((w.rows-rows0)/costPosters, 2)
+	return nil
+}
 
-	// Fan-out to user 0's audience: the workers' CPU per delivery, and the
-	// rows of the batch jobs beyond the post's.
+// measureFanout measures fan-out to user 0's audience: the workers' CPU
+// per delivery, and the rows of the batch jobs beyond the post's.
+func (w *costWorld) measureFanout(ctx context.Context, k *capacity.Costs) error {
 	const big = 5
+	env, rows1 := w.env, w.rows
 	d0, err := env.Metric("feedd_fanout_deliveries_total")
 	if err != nil {
 		return err
 	}
-	cpu = ProcessCPU()
-	bar = newProgress(env.Progress, "fan-outs", big)
+	cpu := ProcessCPU()
+	bar := newProgress(env.Progress, "fan-outs", big)
 	for n := range big {
-		if err := post(0, n); err != nil {
+		if err := w.post(ctx, 0, n); err != nil {
 			return err
 		}
 		if err := waitJobs(ctx, env); err != nil {
@@ -369,82 +306,57 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 	if err != nil {
 		return err
 	}
-	if d1-d0 < big*(users-1) {
-		return fmt.Errorf("bench: %v deliveries for %d posts to %d followers", d1-d0, big, users-1)
+	if d1-d0 < big*(costUsers-1) {
+		return fmt.Errorf("bench: %v deliveries for %d posts to %d followers", d1-d0, big, costUsers-1)
 	}
 	k.WorkerUsPerDelivery = round(float64((ProcessCPU()-cpu).Microseconds())/(d1-d0), 3)
-	rows2, _, err := pgStats(ctx, pg, true)
-	if err != nil {
+	if err := w.settle(ctx); err != nil {
 		return err
 	}
 	split := 10_000 // --fanout-split's default; the jobs counted below say otherwise
-	batches := float64((users-1+split-1)/split - 1)
+	batches := float64((costUsers-1+split-1)/split - 1)
 	if batches > 0 {
-		k.PGRowsPerBatchJob = round(((rows2-rows1)/big-k.PGRowsPerPost)/batches, 2)
+		k.PGRowsPerBatchJob = round(((w.rows-rows1)/big-k.PGRowsPerPost)/batches, 2)
 	}
+	return nil
+}
 
-	// Follows of a push author with posts (each copies them: a backfill).
+// measureFollows measures follows of a push author with posts (each
+// copies them: a backfill).
+func (w *costWorld) measureFollows(ctx context.Context, k *capacity.Costs) error {
 	const follows = 300
+	rows2 := w.rows
 	for i := range follows {
-		tok, err := token(1000 + i)
+		tok, err := w.token(ctx, 1000+i)
 		if err != nil {
 			return err
 		}
-		if err := handlerCall(h, http.MethodPut, fmt.Sprintf("/follow/%d/true", id(pushAuthors)), tok, nil, nil); err != nil {
+		if err := handlerCall(w.h, http.MethodPut, fmt.Sprintf("/follow/%d/true", w.id(costPushAuthors)), tok, nil, nil); err != nil {
 			return err
 		}
 	}
-	if err := waitJobs(ctx, env); err != nil {
+	if err := waitJobs(ctx, w.env); err != nil {
 		return err
 	}
-	rows3, _, err := pgStats(ctx, pg, true)
-	if err != nil {
+	if err := w.settle(ctx); err != nil {
 		return err
 	}
-	k.PGRowsPerFollow = round((rows3-rows2)/follows, 2)
+	k.PGRowsPerFollow = round((w.rows-rows2)/follows, 2)
+	return nil
+}
 
-	// Pages, the workers stopped: readers 101-200 read their inbox alone,
-	// readers 1-100 merge 10 outboxes too.
-	if err := env.Stop(ctx); err != nil {
+// measurePages measures pages, the workers stopped: readers 101-200 read
+// their inbox alone, readers 1-100 merge 10 outboxes too.
+func (w *costWorld) measurePages(ctx context.Context, pages int, k *capacity.Costs) error {
+	if err := w.env.Stop(ctx); err != nil {
 		return err
 	}
-	measure := func(from, label string, lo, hi int) (api, rds, queries float64, err error) {
-		var toks []string
-		for r := lo; r <= hi; r++ {
-			tok, err := token(r)
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			toks = append(toks, tok)
-			if err := handlerCall(h, http.MethodGet, from, tok, nil, nil); err != nil { // warm
-				return 0, 0, 0, err
-			}
-		}
-		_, x0, err := pgStats(ctx, pg, true)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		bar := newProgress(env.Progress, label, pages)
-		var n atomic.Int64
-		cpu, rcpu := ProcessCPU(), redisCPU(ctx, env.Redis)
-		for i := range pages {
-			if err := handlerCall(h, http.MethodGet, from, toks[i%len(toks)], nil, nil); err != nil {
-				return 0, 0, 0, err
-			}
-			bar.set(int(n.Add(1)))
-		}
-		api = float64((ProcessCPU() - cpu).Microseconds()) / float64(pages)
-		rds = float64((redisCPU(ctx, env.Redis) - rcpu).Microseconds()) / float64(pages)
-		bar.finish()
-		_, x1, err := pgStats(ctx, pg, true)
-		return api, rds, (x1 - x0 - 1) / float64(pages), err
-	}
-	from := "/blog/of/follow?lastId=" + strconv.FormatInt(env.now().UnixMilli()+60_000, 10)
-	api0, redis0, q0, err := measure(from, "pages, inbox alone", readers/2+1, readers)
+	from := "/blog/of/follow?lastId=" + strconv.FormatInt(w.env.now().UnixMilli()+60_000, 10)
+	api0, redis0, q0, err := w.pageCosts(ctx, from, "pages, inbox alone", costReaders/2+1, costReaders, pages)
 	if err != nil {
 		return err
 	}
-	api1, redis1, _, err := measure(from, fmt.Sprintf("pages, %d outboxes merged", costPulls), 1, readers/2)
+	api1, redis1, _, err := w.pageCosts(ctx, from, fmt.Sprintf("pages, %d outboxes merged", costPulls), 1, costReaders/2, pages)
 	if err != nil {
 		return err
 	}
@@ -452,4 +364,40 @@ func measureService(ctx context.Context, env *Env, pg *PostgresStore, pages int,
 	k.APIUsPerPull = round(max(api1-api0, 0)/costPulls, 2)
 	k.RedisUsPerPull = round(max(redis1-redis0, 0)/costPulls, 2)
 	return nil
+}
+
+// pageCosts reads pages pages of from, round robin as readers lo to hi
+// (each warmed by a read first), and returns the API's and Redis's CPU
+// microseconds and the PostgreSQL transactions of a page.
+func (w *costWorld) pageCosts(ctx context.Context, from, label string, lo, hi, pages int) (api, rds, queries float64, err error) {
+	env := w.env
+	var toks []string
+	for r := lo; r <= hi; r++ {
+		tok, err := w.token(ctx, r)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		toks = append(toks, tok)
+		if err := handlerCall(w.h, http.MethodGet, from, tok, nil, nil); err != nil { // warm
+			return 0, 0, 0, err
+		}
+	}
+	_, x0, err := pgStats(ctx, w.pg, true)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	bar := newProgress(env.Progress, label, pages)
+	var n atomic.Int64
+	cpu, rcpu := ProcessCPU(), redisCPU(ctx, env.Redis)
+	for i := range pages {
+		if err := handlerCall(w.h, http.MethodGet, from, toks[i%len(toks)], nil, nil); err != nil {
+			return 0, 0, 0, err
+		}
+		bar.set(int(n.Add(1)))
+	}
+	api = float64((ProcessCPU() - cpu).Microseconds()) / float64(pages)
+	rds = float64((redisCPU(ctx, env.Redis) - rcpu).Microseconds()) / float64(pages)
+	bar.finish()
+	_, x1, err := pgStats(ctx, w.pg, true)
+	return api, rds, (x1 - x0 - 1) / float64(pages), err
 }
