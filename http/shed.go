@@ -63,7 +63,8 @@ type gate struct {
 	waiting atomic.Int64
 
 	mu       sync.Mutex
-	reserved int // slots held by reserve
+	reserved int            // slots held by reserve
+	waitBy   map[string]int // requests waiting, by client (feed.Client)
 }
 
 // reserve adjusts the slots held back from requests toward n (at most all
@@ -99,7 +100,10 @@ func newGate(n int) *gate {
 }
 
 // enter takes a slot, waiting at most wait (and not at all when as many
-// requests as there are slots already wait); it reports whether it got one.
+// requests as there are slots already wait, or when half as many of its
+// client's do: one client that opens many connections fills at most half
+// of the queue, and another's request still finds a place in it); it
+// reports whether it got one.
 func (g *gate) enter(r *http.Request, wait time.Duration) bool {
 	if g.slots == nil {
 		return true
@@ -109,13 +113,10 @@ func (g *gate) enter(r *http.Request, wait time.Duration) bool {
 		return true
 	default:
 	}
-	if wait <= 0 || g.waiting.Add(1) > int64(cap(g.slots)) {
-		if wait > 0 {
-			g.waiting.Add(-1)
-		}
+	if wait <= 0 || !g.queue(feed.Client(r.Context())) {
 		return false
 	}
-	defer g.waiting.Add(-1)
+	defer g.unqueue(feed.Client(r.Context()))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -125,6 +126,31 @@ func (g *gate) enter(r *http.Request, wait time.Duration) bool {
 	case <-r.Context().Done():
 	}
 	return false
+}
+
+// queue counts a waiter of client, unless the queue or client's part of
+// it is full.
+func (g *gate) queue(client string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.waiting.Load() >= int64(cap(g.slots)) || g.waitBy[client] >= max(cap(g.slots)/2, 1) {
+		return false
+	}
+	if g.waitBy == nil {
+		g.waitBy = map[string]int{}
+	}
+	g.waiting.Add(1)
+	g.waitBy[client]++
+	return true
+}
+
+func (g *gate) unqueue(client string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.waiting.Add(-1)
+	if g.waitBy[client]--; g.waitBy[client] <= 0 {
+		delete(g.waitBy, client)
+	}
 }
 
 func (g *gate) leave() {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	feed "github.com/feedd/feedd"
 )
 
 // A handler held busy makes the next request of its kind wait its bounded
@@ -181,4 +183,51 @@ func TestShedTightensWhileFanoutLags(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+}
+
+// One client fills at most half of a gate's queue: past that its requests
+// are refused at once, while another client's request still waits for its
+// turn and gets it.
+func TestShedQueueShareOfOneClient(t *testing.T) {
+	g := newGate(4)
+	for range 4 { // every slot taken
+		if !g.enter(httptest.NewRequest("PUT", "/", nil), 0) {
+			t.Fatal("a free slot refused")
+		}
+	}
+	from := func(client string) *http.Request {
+		r := httptest.NewRequest("PUT", "/blog/like/1", nil)
+		return r.WithContext(feed.WithClient(r.Context(), client))
+	}
+	got := make(chan bool, 3)
+	waiting := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); g.waiting.Load() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting, want %d", g.waiting.Load(), n)
+			}
+		}
+	}
+	for range 2 {
+		go func() { got <- g.enter(from("10.0.0.1"), 10*time.Second) }()
+	}
+	waiting(2)
+	third := make(chan bool, 1)
+	go func() { third <- g.enter(from("10.0.0.1"), time.Hour) }()
+	select {
+	case ok := <-third:
+		if ok {
+			t.Fatal("a third request of one client got a slot")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a third request of one client queued with 4 slots")
+	}
+	go func() { got <- g.enter(from("10.0.0.2"), 10*time.Second) }()
+	waiting(3)
+	for range 3 {
+		g.leave()
+		if !<-got {
+			t.Error("a queued request refused, its slot freed")
+		}
+	}
 }

@@ -42,24 +42,23 @@ func TestMediaLifecycle(t *testing.T) {
 			c.want(201, "POST", "/v1/posts", a, map[string]any{"title": "t", "content": "c", "media_ids": []int64{kept.ID, shown.ID}}, &p)
 			c.want(201, "POST", "/v1/posts", b, map[string]any{"title": "t", "content": "c", "media_ids": []int64{theirs.ID}}, &q)
 
-			waitFor(t, "the unused upload's removal", func() bool {
-				resp, _ := fetch(t, s.base, orphan.URL)
-				return resp.StatusCode == 404
-			})
-			wantGone(t, s.base, orphan.PreviewURL)
+			// The sweep removes an image's sizes one after the other.
+			gone := func(what, url string) {
+				t.Helper()
+				waitFor(t, what, func() bool {
+					resp, _ := fetch(t, s.base, url)
+					return resp.StatusCode == 404
+				})
+			}
+			gone("the unused upload's removal", orphan.URL)
+			gone("the unused upload's preview's removal", orphan.PreviewURL)
 			wantImage(t, s.base, kept.URL, "image/jpeg") // a post shows it
 
 			c.want(204, "DELETE", "/v1/posts/{id}", a, nil, nil, p.ID)
 			wantImage(t, s.base, kept.URL, "image/jpeg") // within the grace
-			waitFor(t, "the deleted post's images' removal", func() bool {
-				resp, _ := fetch(t, s.base, kept.URL)
-				return resp.StatusCode == 404
-			})
-			waitFor(t, "the deleted post's images' removal", func() bool {
-				resp, _ := fetch(t, s.base, shown.URL)
-				return resp.StatusCode == 404
-			})
-			wantGone(t, s.base, kept.PreviewURL)
+			gone("the deleted post's images' removal", kept.URL)
+			gone("the deleted post's images' removal", shown.URL)
+			gone("the deleted post's previews' removal", kept.PreviewURL)
 			// The bytes of shown are also theirs, which a post still shows.
 			wantImage(t, s.base, theirs.URL, "image/jpeg")
 			wantImage(t, s.base, theirs.PreviewURL, "image/jpeg")

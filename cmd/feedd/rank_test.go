@@ -90,8 +90,8 @@ func TestRankedTimeline(t *testing.T) {
 		t.Fatalf("first ranked page: %d posts, next %v, Link %q", len(first.Data), first.NextCursor, link)
 	}
 	for _, p := range first.Data {
-		if p.Rank == nil || p.Rank.Score == nil || len(p.Rank.Features) != 6 {
-			t.Fatalf("post %d without rank.score and its six features: %+v", p.ID, p.Rank)
+		if p.Rank == nil || p.Rank.Score == nil || len(p.Rank.Features) != 7 {
+			t.Fatalf("post %d without rank.score and its seven features: %+v", p.ID, p.Rank)
 		}
 		if p.Author.ID != favID || slices.Contains(liked, p.ID) {
 			t.Fatalf("first page holds post %d by %d (liked %v); want the favourite's unliked posts first", p.ID, p.Author.ID, slices.Contains(liked, p.ID))

@@ -170,3 +170,17 @@ func TestRepostLimit(t *testing.T) {
 	}
 	c.want(204, "PUT", "/v1/posts/{id}/repost", a, nil, nil, p.ID) // another user is not refused
 }
+
+// v1RepostExchanges sends TestV1API's exchanges of reposts and quotes,
+// checked against the document: a and b are two users.
+func v1RepostExchanges(t *testing.T, c *v1Client, a, b string) {
+	p := c.publish(a, "to repost")
+	c.want(204, "PUT", "/v1/posts/{id}/repost", b, nil, nil, p.ID)
+	c.want(204, "DELETE", "/v1/posts/{id}/repost", b, nil, nil, p.ID)
+	c.refused(400, feed.EINVALID, "PUT", "/v1/posts/{id}/repost", b, nil, "abc")
+	c.refused(400, feed.EINVALID, "DELETE", "/v1/posts/{id}/repost", b, nil, "abc")
+	c.refused(404, feed.ENOTFOUND, "PUT", "/v1/posts/{id}/repost", b, nil, p.ID+1_000_000)
+	c.refused(404, feed.ENOTFOUND, "DELETE", "/v1/posts/{id}/repost", b, nil, p.ID+1_000_000)
+	c.want(200, "PATCH", "/v1/posts/{id}", a, map[string]any{"quote_policy": "nobody"}, nil, p.ID)
+	c.refused(403, feed.EFORBIDDEN, "POST", "/v1/posts", b, map[string]any{"title": "t", "content": "c", "quote_of": p.ID})
+}

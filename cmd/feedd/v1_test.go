@@ -304,6 +304,7 @@ func TestV1API(t *testing.T) {
 	v1NotifyExchanges(t, c, a, b)
 	v1CommentExchanges(t, c, a, b)
 	v1MarkerPushExchanges(t, c, b)
+	v1RepostExchanges(t, c, a, b)
 	v1ServerExchanges(t, c, key, app)
 
 	// With the phone-code login off, its routes refuse (the same document).

@@ -29,7 +29,21 @@ var noPostRoutes = []string{
 	"GET /follow/or/not/{id}", "GET /follow/common/{id}", "GET /v1/openapi.json", "GET /v1/me",
 	"GET /v1/users/{id}", "GET /v1/users/{id}/followers", "GET /v1/users/{id}/following",
 	"GET /v1/mutes", "GET /v1/blocks", "GET /v1/muted-words", "GET /{$}",
-	"GET /v1/notifications/unread-count",
+	"GET /v1/notifications/unread-count", "GET /v1/markers", "GET /v1/push/key",
+	"GET /v1/push/subscriptions", "GET /v1/auth/methods", "GET /auth/sso/start",
+	"GET /auth/sso/callback", "GET /upload/blog/delete", "GET /v1/server/users/{ref}",
+	"GET /v1/server/erasures/{id}",
+	// The caller's own data only: an upload's metadata (its uploader's), a
+	// user's export (the app's backend reading that user's own data).
+	"GET /v1/media/{id}", "GET /v1/server/users/{ref}/export",
+	// Image bytes, by a name made of their content hash: public URLs, as
+	// every timeline's media are (docs/API.md "Photos").
+	"GET /imgs/{path...}",
+	// The app's backend reads the posts it published by their foreign_id.
+	"GET /v1/server/posts/{foreign_id}",
+	// Service.Timeline as the user it names: the read of GET /v1/timeline,
+	// checked by the table.
+	"GET /v1/server/users/{ref}/timeline",
 }
 
 // getRoutes returns the GET patterns declared in http/routes.go.
