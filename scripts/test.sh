@@ -51,7 +51,8 @@
 # go test runs with -json; scripts/testsummary.go writes its events as go
 # test writes without it (each package's line, the output of the tests that
 # failed; every test's with -v), then the 10 slowest tests, and this script
-# its wall time.
+# its wall time. FEED_TEST_JSON=FILE keeps go test's -json output in FILE
+# (to see where the time goes).
 #
 # Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails (tests are then not
 # run), else go test's.
@@ -547,7 +548,8 @@ for a in "$@"; do
 done
 log "go test -race -count=1 -timeout 30m $*"
 tests_began=$SECONDS
-run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
+export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
+run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
 log "go test exit status $rc"
 log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((SECONDS - tests_began)) s"
 exit "$rc"
