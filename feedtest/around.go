@@ -24,7 +24,7 @@ import (
 func testAround(t *testing.T, b *Backend) {
 	r := newRand(t)
 	w := newWorld(t, b, r)
-	w.publishBursts(700)
+	w.publishBursts(sized(700))
 	for range 30 {
 		if id := w.order[r.IntN(len(w.order))]; !w.deleted[id] {
 			w.delete(id)

@@ -53,7 +53,7 @@ func (l *lostInbox) Restore(ctx context.Context, userID int64, entries []feed.En
 // scroll of the inboxes, and a lost inbox is rebuilt on the first read.
 func testDegraded(t *testing.T, b *Backend) {
 	w := newWorld(t, b, newRand(t))
-	w.publishBursts(400)
+	w.publishBursts(sized(400))
 	viewers := []int64{w.v1, w.v2, w.fan}
 
 	for _, v := range viewers {

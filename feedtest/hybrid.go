@@ -181,7 +181,7 @@ func (h *hybrid) expected(max int64) []feed.Entry {
 
 func testHybridNative(t *testing.T, b *Backend) {
 	h := newHybrid(t, b)
-	h.publishBursts(500)
+	h.publishBursts(sized(500))
 	// The newest millisecond holds a tie group larger than the pages, and
 	// the clock stays there: posts published during the scroll share the
 	// cursor's millisecond.
@@ -330,9 +330,9 @@ func (g goroutineTB) Fatal(args ...any) {
 
 func testHybridCompatible(t *testing.T, b *Backend) {
 	h := newHybrid(t, b)
-	h.publishBursts(400)
+	h.publishBursts(sized(400))
 	h.switchModes()
-	h.publishBursts(200)
+	h.publishBursts(sized(200))
 	// Deleted posts whose entries stay (skipped at read time).
 	for _, e := range h.expected(math.MaxInt64)[:40] {
 		h.mu.Lock()

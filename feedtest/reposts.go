@@ -496,7 +496,7 @@ func (w *rworld) scrollOnce(native bool, between func()) {
 // between the pages.
 func testRepostScroll(t *testing.T, b *Backend) {
 	w := newRWorld(t, b, newRand(t))
-	w.fill(300)
+	w.fill(sized(300))
 	reposted := 0
 	for _, e := range w.timeline(w.viewer, w.clock.Load()) {
 		w.mu.Lock()
@@ -526,7 +526,7 @@ func testRepostScroll(t *testing.T, b *Backend) {
 // goroutine reposts, undoes, deletes and publishes and runs the jobs.
 func testRepostScrollConcurrent(t *testing.T, b *Backend) {
 	w := newRWorld(t, b, newRand(t))
-	w.fill(200)
+	w.fill(sized(200))
 	v := w.viewer
 	start := w.clock.Load()
 	want := w.timeline(v, start)

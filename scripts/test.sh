@@ -54,6 +54,10 @@
 # its wall time. FEED_TEST_JSON=FILE keeps go test's -json output in FILE
 # (to see where the time goes).
 #
+# Without arguments, the randomized feed suites of the engines
+# ($FULL_SIZE_SUITES) then run once more without -race at full size: under
+# -race their worlds are a third as large (feedtest.sized).
+#
 # Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails (tests are then not
 # run), else go test's.
 set -euo pipefail
@@ -542,6 +546,8 @@ fi
 # go test -json, written as go test writes without it, then the slowest
 # tests (scripts/testsummary.go); the exit status is go test's.
 export TESTSUMMARY=$TMP/testsummary TESTSUMMARY_FLAGS=""
+FULL_SIZE_SUITES='^Test(Packed)?(Feed|Hybrid|Reposts)$'
+
 go build -o "$TESTSUMMARY" scripts/testsummary.go || die "could not build scripts/testsummary.go"
 for a in "$@"; do
 	[[ $a == -v || $a == -test.v || $a == -v=true ]] && TESTSUMMARY_FLAGS=-v
@@ -551,5 +557,15 @@ tests_began=$SECONDS
 export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
 run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
 log "go test exit status $rc"
-log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((SECONDS - tests_began)) s"
+race_end=$SECONDS
+# The randomized feed suites at full size: under -race they run with a
+# third of their worlds (feedtest.sized), as the detector makes each
+# operation about ten times as costly. Only with the default arguments.
+if [[ $# -eq 0 ]]; then
+	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES" ./sqlite ./postgres ./redis)
+	log "${full[*]}"
+	run_group bash -c 'set -o pipefail; "$@" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
+fi
+log "go test exit status $rc"
+log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((race_end - tests_began)) s, full-size suites $((SECONDS - race_end)) s"
 exit "$rc"

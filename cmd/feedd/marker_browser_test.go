@@ -101,9 +101,14 @@ func TestBrowserMarkersAndPush(t *testing.T) {
 		t.Fatalf("permission asked %d times, subscribed with key %q; want once, with %q", n, k, key.PublicKey)
 	}
 	srv.VAPIDKey = key.PublicKey
+	var subs apiPage[apiPushSubscription]
+	c.want(200, "GET", "/v1/push/subscriptions", a, nil, &subs)
+	if len(subs.Data) != 1 || subs.Data[0].Endpoint != srv.Endpoint() {
+		t.Fatalf("the page's subscription: %+v, want one, at the test's push service", subs.Data)
+	}
 	p := c.publish(a, "Mine")
 	c.want(204, "PUT", "/v1/posts/{id}/like", bo, nil, nil, p.ID)
-	_, payload := message(t, srv, 1, 10*time.Second)
+	_, payload := message(t, srv, 1, 30*time.Second)
 	if payload.PostID != p.ID || !strings.HasSuffix(payload.Title, " liked your post") {
 		t.Fatalf("pushed %+v, want the like of post %d", payload, p.ID)
 	}

@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 // feeddBinary builds cmd/feedd once per test run, for tests that need a real
-// process to kill.
+// process to kill, as scripts/release.sh builds it (static, -trimpath, the
+// commit recorded), so that the two builds share Go's build cache.
 func feeddBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -46,7 +47,9 @@ func feeddBinary(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "feedd"), ".").CombinedOutput()
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-ldflags=-s -w -buildid=", "-o", filepath.Join(buildDir, "feedd"), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = err
 			t.Logf("go build: %s", out)

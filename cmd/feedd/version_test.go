@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -141,15 +140,11 @@ func TestVersionCommand(t *testing.T) {
 		t.Skipf("no git checkout to compare with: %v", err)
 	}
 	head := strings.TrimSpace(string(rev))
-	// -buildvcs=true: the toolchain records the commit even where GOFLAGS
+	// feeddBinary builds with -buildvcs=true: the toolchain records the commit even where GOFLAGS
 	// turns it off. It reads it from a .git directory at the module's root;
 	// in a linked checkout (.git a file) it records none, and feedd must say
 	// so rather than print a wrong one.
-	bin := filepath.Join(t.TempDir(), "feedd")
-	if out, err := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin, "version").CombinedOutput()
+	out, err := exec.Command(feeddBinary(t), "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("feedd version: %v\n%s", err, out)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package feedtest
+
+const raceDetector = false
