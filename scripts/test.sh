@@ -3,9 +3,9 @@
 # .ci/run as root on a fresh machine).
 #
 # Usage:
-#   scripts/test.sh                        go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -parallel 4 ./...
+#   scripts/test.sh                        go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m ./...
 #   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
-#                                          go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -parallel 4 -run TestX ./sqlite
+#                                          go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
 #   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
 # staticcheck is honnef.co/go/tools at the pinned $STATICCHECK_VERSION, run
 # with go run (fetched through the Go module proxy, not in go.mod).
@@ -553,10 +553,10 @@ go build -o "$TESTSUMMARY" scripts/testsummary.go || die "could not build script
 for a in "$@"; do
 	[[ $a == -v || $a == -test.v || $a == -v=true ]] && TESTSUMMARY_FLAGS=-v
 done
-log "go test -race -count=1 -timeout 30m -parallel 4 $*"
+log "go test -race -count=1 -timeout 30m $*"
 tests_began=$SECONDS
 export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
-run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -parallel 4 -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
+run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
 log "go test exit status $rc"
 race_end=$SECONDS
 # The randomized feed suites at full size: under -race they run with a

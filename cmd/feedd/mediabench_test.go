@@ -13,8 +13,8 @@ import (
 func TestBenchMedia(t *testing.T) {
 	for _, store := range []string{"files", "s3"} {
 		t.Run(store, func(t *testing.T) {
-			args := []string{"media", "--media-uploads", "3", "--media-concurrency", "2", "--media-photo-mp", "0.5", "--media-big-clients", "3",
-				"--media-big-rounds", "2", "--media-big-mp", "2", "--media-previews", "4", "--media-read-concurrency", "4", "--duration", "300ms"}
+			args := []string{"media", "--media-uploads", "3", "--media-concurrency", "2", "--media-photo-mp", "0.2", "--media-big-clients", "2",
+				"--media-big-rounds", "2", "--media-big-mp", "1", "--media-previews", "4", "--media-read-concurrency", "4", "--duration", "300ms"}
 			if store == "s3" {
 				b := testenv.S3Bucket(t)
 				args = append(args, "--media-s3", b.URL, "--media-s3-access-key", b.AccessKey, "--media-s3-secret-key-file", writeSecret(t, b.SecretKey), "--media-nginx", "")

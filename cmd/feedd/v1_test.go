@@ -468,7 +468,8 @@ func (c *v1Client) timeline(token string, limit int) []apiPost {
 // behind the cursor. It runs on SQLite, SQLite with pull-mode authors merged
 // at read time, and PostgreSQL with Redis or a Redis Cluster.
 func TestV1TimelineCursor(t *testing.T) {
-	t.Parallel()
+	// Not parallel: testV1Cursor sets the package's clock (useClock), which
+	// every server started meanwhile would take for its own.
 	sqliteMode := func(dir string) func(*testing.T, int64) int {
 		return func(t *testing.T, id int64) int {
 			db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "feedd.db")+"?mode=ro&_pragma=busy_timeout(5000)")
