@@ -51,8 +51,10 @@ func (r *PushResult) Text() string {
 // The first run's pushes are decrypted and checked; every push must
 // arrive once.
 func Push(ctx context.Context, env *Env, opt PushOptions) (*PushResult, error) {
-	if opt.Groups < 1 || opt.Subscriptions < 1 || opt.Subscriptions > feed.MaxPushSubscriptions || opt.Runs < 1 || opt.Server == nil {
-		return nil, fmt.Errorf("push: groups and runs must be at least 1, subscriptions from 1 to %d", feed.MaxPushSubscriptions)
+	// A user keeps feed.DefaultNotifyKeep groups: more, queued at once,
+	// would drop the oldest before their pushes ran.
+	if opt.Groups < 1 || opt.Groups > feed.DefaultNotifyKeep || opt.Subscriptions < 1 || opt.Subscriptions > feed.MaxPushSubscriptions || opt.Runs < 1 || opt.Server == nil {
+		return nil, fmt.Errorf("push: groups from 1 to %d (the groups a user keeps), runs at least 1, subscriptions from 1 to %d", feed.DefaultNotifyKeep, feed.MaxPushSubscriptions)
 	}
 	svc, srv := env.Service, opt.Server
 	res := &PushResult{Backend: env.Backend(), Options: opt}
