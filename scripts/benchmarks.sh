@@ -169,8 +169,8 @@ step_release-idle() {
 }
 step_release-upgrade() {
 	release_feedd
-	run upgrade_time "$TMP/upgrade" --users 20000 --follows 20 --posts 10
-	run upgrade_time "$PG" --users 20000 --follows 20 --posts 10
+	run upgrade_time "$TMP/upgrade" --users 5000 --follows 20 --posts 10
+	run upgrade_time "$PG" --users 5000 --follows 20 --posts 10
 }
 
 # The order they run in: cheap and short first, the soak last.
