@@ -15,7 +15,7 @@ import (
 // The stores record it with every migration they apply, so that a database
 // upgraded by a newer feedd names that feedd when an older one refuses it
 // (NewerSchemaError).
-const Release = "0.2.0"
+const Release = "0.3.0-dev"
 
 // NewerSchemaError is the refusal of a database that a newer feedd
 // migrated: it holds migrations this feedd does not know, so this feedd

@@ -567,6 +567,6 @@ if [[ $all_tests -eq 1 ]]; then
 	log "${full[*]}"
 	run_group bash -c 'set -o pipefail; "$@" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
 fi
-log "go test exit status $rc"
+log "exit status $rc"
 log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((race_end - tests_began)) s, full-size suites $((SECONDS - race_end)) s"
 exit "$rc"
