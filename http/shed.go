@@ -113,10 +113,11 @@ func (g *gate) enter(r *http.Request, wait time.Duration) bool {
 		return true
 	default:
 	}
-	if wait <= 0 || !g.queue(feed.Client(r.Context())) {
+	client := feed.Client(r.Context())
+	if wait <= 0 || !g.queue(client) {
 		return false
 	}
-	defer g.unqueue(feed.Client(r.Context()))
+	defer g.unqueue(client)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
