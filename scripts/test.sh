@@ -3,9 +3,10 @@
 # .ci/run as root on a fresh machine).
 #
 # Usage:
-#   scripts/test.sh                        go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m ./...
+#   scripts/test.sh                        go mod tidy -diff, then go vet ./... && staticcheck ./...
+#                                          alongside go test -race -count=1 -timeout 30m ./...
 #   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
-#                                          go mod tidy -diff && go vet ./... && staticcheck ./... && go test -race -count=1 -timeout 30m -run TestX ./sqlite
+#                                          ... go test -race -count=1 -timeout 30m -run TestX ./sqlite
 #   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
 # staticcheck is honnef.co/go/tools at the pinned $STATICCHECK_VERSION, run
 # with go run (fetched through the Go module proxy, not in go.mod).
@@ -56,10 +57,10 @@
 #
 # Without arguments, the randomized feed suites of the engines
 # ($FULL_SIZE_SUITES) then run once more without -race at full size: under
-# -race their worlds are a third as large (feedtest.sized).
+# -race their worlds are a fifth as large (feedtest.sized).
 #
-# Exit status: go mod tidy -diff's, go vet's or staticcheck's if one fails (tests are then not
-# run), else go test's.
+# Exit status: go mod tidy -diff's if it fails (nothing else runs), go vet's
+# or staticcheck's if one fails (go test is then stopped), else go test's.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -72,7 +73,7 @@ STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately, with the fix
 VERSITYGW_VERSION=v1.8.0    # github.com/versity/versitygw: the S3 server of the media tests
 
 TMP=""          # temp dir holding everything
-CHILD_PID=""    # go vet / go test, run in its own session (pgid == pid)
+GROUP_PIDS=()   # go vet / go test, each run in its own session (pgid == pid)
 REDIS_PIDS=()   # redis-server processes (children of this shell)
 S3_PID=""       # versitygw
 PG_CTL=()       # command prefix to run pg_ctl as the PostgreSQL user
@@ -86,12 +87,15 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap '' INT TERM HUP # a second Ctrl-C must not cut the clean-up short
-	if [[ -n $CHILD_PID ]]; then
-		kill -TERM -- "-$CHILD_PID" 2>/dev/null || kill -TERM "$CHILD_PID" 2>/dev/null
-		for _ in $(seq 50); do kill -0 -- "-$CHILD_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$CHILD_PID" 2>/dev/null
-		wait "$CHILD_PID" 2>/dev/null
-	fi
+	local group
+	for group in "${GROUP_PIDS[@]}"; do
+		kill -TERM -- "-$group" 2>/dev/null || kill -TERM "$group" 2>/dev/null
+	done
+	for group in "${GROUP_PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 -- "-$group" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$group" 2>/dev/null
+		wait "$group" 2>/dev/null
+	done
 	if [[ -n $PG_DIR && -f $PG_DIR/data/postmaster.pid ]]; then
 		local pgpid
 		pgpid=$(head -n1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)
@@ -501,22 +505,40 @@ log "services: postgres 127.0.0.1:$PG_PORT (user $PG_USER), mariadb 127.0.0.1:$M
 
 # ---------------------------------------------------------------- tests
 
-# run_group CMD...: runs CMD in its own session, so that the EXIT trap can end
-# it with everything it started (test binaries, their redis-servers).
-run_group() {
+# start_group CMD...: starts CMD in the background in its own session, so
+# that the EXIT trap can end it with everything it started (test binaries,
+# their redis-servers); its pid (== its pgid) is $GROUP.
+start_group() {
 	setsid "$@" </dev/null &
-	CHILD_PID=$!
-	local rc=0
-	wait "$CHILD_PID" || rc=$?
-	# processes the tests left behind (e.g. a throwaway redis-server) go too
-	if kill -0 -- "-$CHILD_PID" 2>/dev/null; then
-		log "warning: stopping processes left running by $1 $2"
-		kill -TERM -- "-$CHILD_PID" 2>/dev/null
-		for _ in $(seq 50); do kill -0 -- "-$CHILD_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$CHILD_PID" 2>/dev/null
+	GROUP=$!
+	GROUP_PIDS+=("$GROUP")
+}
+
+# end_group PID [RC]: after PID ended (with status RC, or wait for it),
+# stops whatever it left running in its session (e.g. a throwaway
+# redis-server); returns its status.
+end_group() {
+	local pid=$1 rc=${2:-}
+	if [[ -z $rc ]]; then
+		rc=0
+		wait "$pid" || rc=$?
 	fi
-	CHILD_PID=""
+	if kill -0 -- "-$pid" 2>/dev/null; then
+		log "warning: stopping processes left running by group $pid"
+		kill -TERM -- "-$pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$pid" 2>/dev/null
+	fi
+	local left=()
+	for p in "${GROUP_PIDS[@]}"; do [[ $p == "$pid" ]] || left+=("$p"); done
+	GROUP_PIDS=("${left[@]}")
 	return "$rc"
+}
+
+# run_group CMD...: start_group and end_group, in the foreground.
+run_group() {
+	start_group "$@"
+	end_group "$GROUP"
 }
 
 all_tests=$(( $# == 0 ))
@@ -524,24 +546,10 @@ if [[ $# -eq 0 ]]; then
 	set -- ./...
 fi
 rc=0
-checks_began=$SECONDS
 log "go mod tidy -diff"
 run_group go mod tidy -diff || rc=$?
 if [[ $rc -ne 0 ]]; then
 	log "go.mod or go.sum is not tidy (exit $rc): run go mod tidy"
-	exit "$rc"
-fi
-log "go vet ./..."
-run_group go vet ./... || rc=$?
-if [[ $rc -ne 0 ]]; then
-	log "go vet failed (exit $rc)"
-	exit "$rc"
-fi
-staticcheck=(go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION")
-log "${staticcheck[*]} ./..."
-run_group "${staticcheck[@]}" ./... || rc=$?
-if [[ $rc -ne 0 ]]; then
-	log "staticcheck failed (exit $rc)"
 	exit "$rc"
 fi
 # go test -json, written as go test writes without it, then the slowest
@@ -553,11 +561,42 @@ go build -o "$TESTSUMMARY" scripts/testsummary.go || die "could not build script
 for a in "$@"; do
 	[[ $a == -v || $a == -test.v || $a == -v=true ]] && TESTSUMMARY_FLAGS=-v
 done
+# go vet and staticcheck run alongside go test: they are a minute's work
+# of a core at most, and go test's own start (building every package
+# with -race) leaves room for it. The first of them to fail ends go test.
+export STATICCHECK="honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" CHECKS_SECONDS=$TMP/checks-seconds
+log "go vet ./... && go run $STATICCHECK ./..., alongside go test"
+start_group bash -c 'began=$SECONDS
+	go vet ./... || { echo "test.sh: go vet failed" >&2; exit 1; }
+	go run "$STATICCHECK" ./... || { echo "test.sh: staticcheck failed" >&2; exit 1; }
+	echo $((SECONDS - began)) >"$CHECKS_SECONDS"'
+checks_pid=$GROUP
 log "go test -race -count=1 -timeout 30m $*"
 tests_began=$SECONDS
 export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
-run_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@" || rc=$?
-log "go test exit status $rc"
+start_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@"
+tests_pid=$GROUP
+first=""
+first_rc=0
+wait -n -p first "$checks_pid" "$tests_pid" || first_rc=$?
+if [[ $first == "$checks_pid" ]]; then
+	end_group "$checks_pid" "$first_rc" || rc=$?
+	if [[ $rc -ne 0 ]]; then
+		log "go vet or staticcheck failed (exit $rc): go test stopped"
+		exit "$rc"
+	fi
+	end_group "$tests_pid" || rc=$?
+	log "go test exit status $rc"
+else
+	end_group "$tests_pid" "$first_rc" || rc=$?
+	log "go test exit status $rc"
+	checks_rc=0
+	end_group "$checks_pid" || checks_rc=$?
+	if [[ $checks_rc -ne 0 ]]; then
+		log "go vet or staticcheck failed (exit $checks_rc)"
+		exit "$checks_rc"
+	fi
+fi
 race_end=$SECONDS
 # The randomized feed suites at full size: under -race they run with a
 # third of their worlds (feedtest.sized), as the detector makes each
@@ -568,5 +607,5 @@ if [[ $all_tests -eq 1 ]]; then
 	run_group bash -c 'set -o pipefail; "$@" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
 fi
 log "exit status $rc"
-log "wall time $((SECONDS - script_began)) s: go vet and staticcheck $((tests_began - checks_began)) s, go test $((race_end - tests_began)) s, full-size suites $((SECONDS - race_end)) s"
+log "wall time $((SECONDS - script_began)) s: go test $((race_end - tests_began)) s (go vet and staticcheck $(cat "$CHECKS_SECONDS" 2>/dev/null || echo ?) s alongside), full-size suites $((SECONDS - race_end)) s"
 exit "$rc"

@@ -96,28 +96,28 @@ func noKeysLeft(t *testing.T, url, prefix string) {
 }
 
 func TestBenchFanoutEmbedded(t *testing.T) {
-	out := runBenchJSON(t, "fanout", "--followers", "3000", "--runs", "2")
+	out := runBenchJSON(t, "fanout", "--followers", "1000", "--runs", "2")
 	wantFields(t, out, fanoutFields...)
-	if out["followers"] != 3000.0 {
+	if out["followers"] != 1000.0 {
 		t.Errorf("followers = %v", out["followers"])
 	}
 }
 
 func TestBenchFanoutRedis(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
-	out := runBenchJSON(t, "fanout", "--followers", "3000", "--redis-url", url, "--redis-prefix", prefix)
+	out := runBenchJSON(t, "fanout", "--followers", "1000", "--redis-url", url, "--redis-prefix", prefix)
 	wantFields(t, out, fanoutFields...)
 	noKeysLeft(t, url, prefix)
 }
 
 func TestBenchFanoutPostgres(t *testing.T) {
 	t.Parallel()
-	out := runBenchJSON(t, "fanout", "--followers", "3000", "--database-url", testenv.PostgresURL(t))
+	out := runBenchJSON(t, "fanout", "--followers", "1000", "--database-url", testenv.PostgresURL(t))
 	wantFields(t, out, fanoutFields...)
 }
 
 func TestBenchReadEmbedded(t *testing.T) {
-	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
+	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "2", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, readFields...)
 }
 
@@ -125,7 +125,7 @@ func TestBenchReadEmbedded(t *testing.T) {
 // are that share reposts is read in the same runs, and its CPU a page is
 // set against the plain graph's.
 func TestBenchReadReposts(t *testing.T) {
-	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "10", "--repost-share", "0.3", "--concurrency", "4", "--duration", "300ms")
+	out := runBenchJSON(t, "read", "--users", "40", "--follows", "5", "--posts", "6", "--repost-share", "0.3", "--concurrency", "4", "--duration", "300ms")
 	wantFields(t, out, append(slices.Clone(readFields), "feedd_reposts_rps", "feedd_reposts_p99_ms", "feedd_reposts_cpu_us_per_page", "reposts_over_none_cpu")...)
 }
 
@@ -134,7 +134,7 @@ func TestBenchReadReposts(t *testing.T) {
 // slot is shed at once here (--shed-wait 1ns): the benchmark's server must
 // not shed its load, or the warm-up fails with 503.
 func TestBenchReadNoShedding(t *testing.T) {
-	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "2", "--duration", "300ms", "--shed-wait", "1ns")
+	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "2", "--duration", "300ms", "--shed-wait", "1ns")
 	wantFields(t, out, readFields...)
 }
 
@@ -142,7 +142,7 @@ func TestBenchReadNoShedding(t *testing.T) {
 // (the default layout), so the seed path reads what Read copied for it.
 func TestBenchReadRedis(t *testing.T) {
 	url, prefix := testenv.RedisURL(t)
-	out := runBenchJSON(t, "read", "--users", "200", "--follows", "5", "--posts", "8", "--concurrency", "4", "--duration", "300ms",
+	out := runBenchJSON(t, "read", "--users", "60", "--follows", "5", "--posts", "8", "--concurrency", "4", "--duration", "300ms",
 		"--redis-url", url, "--redis-prefix", prefix)
 	wantFields(t, out, readRedisFields...)
 	noKeysLeft(t, url, prefix)

@@ -34,7 +34,7 @@ func useClock(t *testing.T) *testClock {
 }
 
 // TestFollowFeedEndToEnd is the core scenario: three users, two follow the
-// third, who publishes 200 posts in bursts sharing milliseconds; both
+// third, who publishes 120 posts in bursts sharing milliseconds; both
 // followers scroll their whole feed at several page sizes and see every post
 // exactly once, newest first, hydrated; likes and deletes show on the next
 // read.
@@ -60,13 +60,15 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 	var nick struct{ NickName string }
 	s.must("GET", fmt.Sprintf("/user/%d", authorID), c, nil, &nick)
 
-	// 200 posts in bursts: up to 15 posts share each millisecond.
+	// 120 posts in bursts: up to 15 posts share each millisecond, so
+	// bursts straddle the pages of every size below.
+	const posts = 120
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	base := time.Now().Add(-time.Minute).UnixMilli()
 	var ids []int64
-	for ms := base; len(ids) < 200; ms += int64(1 + rng.Intn(3)) {
+	for ms := base; len(ids) < posts; ms += int64(1 + rng.Intn(3)) {
 		clk.frozen.Store(ms)
-		for n := 1 + rng.Intn(15); n > 0 && len(ids) < 200; n-- {
+		for n := 1 + rng.Intn(15); n > 0 && len(ids) < posts; n-- {
 			var id int64
 			s.must("POST", "/blog", author, map[string]any{"title": fmt.Sprintf("post %d", len(ids)), "content": "hello <world>\nline two", "images": "https://img.example/a.jpg,https://img.example/b.jpg", "shopId": 7}, &id)
 			ids = append(ids, id)
@@ -76,8 +78,8 @@ func TestFollowFeedEndToEnd(t *testing.T) {
 	want := slices.Clone(ids)
 	slices.Reverse(want) // ids grow with time: newest first is id descending
 
-	waitFor(t, "fan-out of 200 posts", func() bool {
-		return len(s.scrollAll(b, feed.MaxPageSize)) == 200 && len(s.scrollAll(c, feed.MaxPageSize)) == 200
+	waitFor(t, "fan-out of the posts", func() bool {
+		return len(s.scrollAll(b, feed.MaxPageSize)) == posts && len(s.scrollAll(c, feed.MaxPageSize)) == posts
 	})
 	check := func(token string, size int, want []int64) []blog {
 		t.Helper()

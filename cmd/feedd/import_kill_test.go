@@ -35,6 +35,7 @@ func TestImportResumesAfterKill(t *testing.T) {
 	} {
 		killed, clean := mk(t), mk(t)
 		t.Run(killed.name, func(t *testing.T) {
+			t.Parallel() // the engines' imports share only the source, which they read
 			// In batches of the default size: the batch size changes nothing.
 			want, _, err := runImportCmd(t, src, clean)
 			if err != nil {
