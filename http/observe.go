@@ -3,6 +3,7 @@ package http
 import (
 	"cmp"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -135,3 +136,20 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ReadFrom passes io.Copy's fast path through: net/http's ResponseWriter
+// hands a file to the connection (sendfile on Linux), which a Write loop
+// through this wrapper would copy through a buffer.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{w.ResponseWriter}, r)
+}
+
+// writerOnly hides every method of a Writer but Write (so io.Copy does
+// not call ReadFrom back).
+type writerOnly struct{ io.Writer }

@@ -87,7 +87,7 @@ func newBenchFlagSet(sub string, c *config, bf *benchFlags, getenv func(string) 
 	fs.DurationVar(&bf.sampleEvery, "sample-every", 0, "mixed: sample memory, goroutines, open descriptors, pool connections, job rows, table sizes and each operation's p99 this often (in --json: samples); 0: never")
 	fs.DurationVar(&bf.soakWindow, "soak-window", 5*time.Minute, "mixed, with --sample-every: the first and last windows compared (in --json: soak)")
 	fs.IntVar(&bf.inboxes, "inboxes", 1000, "memory: inboxes filled to the cap")
-	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes, import, server: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads; import: of the import; server: of the follow batches) to this file")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "fanout, read, mixed, rank, writes, import, server, media: write a CPU profile (pprof) of feedd's part of the last run (mixed, writes: of the whole process, writes: of all runs; rank: of the page reads; import: of the import; server: of the follow batches; media: of the preview reads from feedd) to this file")
 	fs.DurationVar(&bf.timeout, "timeout", 20*time.Minute, "the whole benchmark stops after this long (unless given: 20m, or --duration (read, writes: 2 × --runs × --duration) + 10m if longer; capacity: 3h)")
 	fs.StringVar(&bf.mysql, "mysql", "", "import: DSN of a MySQL server (user:password@tcp(host:3306)/) on which the benchmark makes a database of its own, dropped afterwards (env FEED_BENCH_MYSQL)")
 	if err := envDefault(fs, "mysql", "FEED_BENCH_MYSQL", getenv); err != nil {

@@ -238,7 +238,7 @@ func benchServer(ctx context.Context, r *benchRun) (any, string, error) {
 
 func benchMedia(ctx context.Context, r *benchRun) (any, string, error) {
 	opt := r.bf.media
-	opt.Duration = r.bf.duration
+	opt.Duration, opt.CPUProfile = r.bf.duration, r.bf.cpuProfile
 	res, err := bench.Media(ctx, r.env, opt)
 	if err != nil {
 		return nil, "", err

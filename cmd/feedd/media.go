@@ -26,6 +26,7 @@ type mediaConfig struct {
 	s3SecretKey     string
 	s3SecretKeyFile string
 	maxBytes        byteSize
+	cacheBytes      byteSize
 	maxPixels       int
 	workers         int
 	orphanTTL       time.Duration
@@ -47,6 +48,9 @@ func declareMediaFlags(fs *flag.FlagSet, c *config, fromEnv func(name, env strin
 	m.maxBytes = feed.DefaultMediaMaxBytes
 	fs.Var(&m.maxBytes, "media-max-bytes", help("largest image upload, in bytes (KiB, MiB, GiB allowed); larger ones get 413 before they are read", "FEED_MEDIA_MAX_BYTES"))
 	fromEnv("media-max-bytes", "FEED_MEDIA_MAX_BYTES")
+	m.cacheBytes = feed.DefaultBlobCacheBytes
+	fs.Var(&m.cacheBytes, "media-cache", help("memory this process keeps images of at most 64KiB in (previews, mostly), in bytes (KiB, MiB, GiB allowed; 0: none): they are served without a file or S3 read, and one deleted by another process is served for a minute at most", "FEED_MEDIA_CACHE"))
+	fromEnv("media-cache", "FEED_MEDIA_CACHE")
 	fs.IntVar(&m.maxPixels, "media-max-pixels", feed.DefaultMediaMaxPixels, help("most pixels an uploaded image may declare (width x height), checked from its header before it is decoded", "FEED_MEDIA_MAX_PIXELS"))
 	fromEnv("media-max-pixels", "FEED_MEDIA_MAX_PIXELS")
 	fs.IntVar(&m.workers, "media-workers", 2, help("images this process decodes at once (each takes up to 8 bytes a pixel while it is decoded); more uploads wait their turn", "FEED_MEDIA_WORKERS"))
@@ -80,6 +84,8 @@ func (c *config) checkMedia() error {
 	switch {
 	case m.maxBytes < 1024:
 		return fmt.Errorf("--media-max-bytes must be at least 1KiB")
+	case m.cacheBytes < 0:
+		return fmt.Errorf("--media-cache must not be negative")
 	case m.maxPixels < 1:
 		return fmt.Errorf("--media-max-pixels must be at least 1")
 	case m.workers < 1:
@@ -112,6 +118,15 @@ func (c *config) mediaDir() string {
 // files in --media-dir) and the image processor, and gives a their ready
 // check.
 func openMedia(ctx context.Context, c *config, a *app) (feed.BlobStore, *imaging.Processor, error) {
+	st, proc, err := openBlobs(ctx, c, a)
+	if err != nil || c.media.cacheBytes == 0 {
+		return st, proc, err
+	}
+	return feed.NewBlobCache(st, int64(c.media.cacheBytes), nil), proc, nil
+}
+
+// openBlobs is openMedia without the cache.
+func openBlobs(ctx context.Context, c *config, a *app) (feed.BlobStore, *imaging.Processor, error) {
 	proc := imaging.New(c.media.workers)
 	if c.media.s3URL == "" {
 		if c.databaseURL != "" && c.media.dir == "" {

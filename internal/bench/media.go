@@ -39,6 +39,9 @@ type MediaOptions struct {
 	Previews, ReadConcurrency int
 	Duration                  time.Duration
 	Nginx                     string
+	// CPUProfile, when set, receives a CPU profile of this process (server
+	// and clients) while it reads the previews from feedd.
+	CPUProfile string
 }
 
 // DefaultMediaOptions are the figures of BENCHMARKS.md, "Photos".
@@ -174,7 +177,15 @@ func Media(ctx context.Context, env *Env, o MediaOptions) (*MediaResult, error) 
 		return nil, err
 	}
 	env.logf("reading previews from feedd, %d at once, for %s", o.ReadConcurrency, o.Duration)
-	if r.PreviewsPerS, err = readLoop(ctx, hc, base, urls, o.ReadConcurrency, o.Duration, &total); err != nil {
+	stop := func() {}
+	if o.CPUProfile != "" {
+		if stop, err = startCPUProfile(o.CPUProfile); err != nil {
+			return nil, err
+		}
+	}
+	r.PreviewsPerS, err = readLoop(ctx, hc, base, urls, o.ReadConcurrency, o.Duration, &total)
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	r.PreviewBytes = int(total.Load() / max(int64(r.PreviewsPerS*o.Duration.Seconds()), 1))
