@@ -55,11 +55,9 @@
 # its wall time. FEED_TEST_JSON=FILE keeps go test's -json output in FILE
 # (to see where the time goes).
 #
-# Without arguments, every package is built with -race once, then
-# ./cmd/feedd (the longest package by far) is tested on its own beside the
-# other packages, tested one after the other, then the randomized feed
-# suites of the engines ($FULL_SIZE_SUITES) once more without -race at
-# full size: under -race their worlds are a fifth as large (feedtest.sized).
+# Without arguments, the randomized feed suites of the engines
+# ($FULL_SIZE_SUITES) then run once more without -race at full size: under
+# -race their worlds are a fifth as large, at least 100 posts (feedtest.sized).
 #
 # Exit status: go mod tidy -diff's if it fails (nothing else runs), go vet's
 # or staticcheck's if one fails (go test is then stopped), else go test's.
@@ -573,63 +571,41 @@ start_group bash -c 'began=$SECONDS
 	go run "$STATICCHECK" ./... || { echo "test.sh: staticcheck failed" >&2; exit 1; }
 	echo $((SECONDS - began)) >"$CHECKS_SECONDS"'
 checks_pid=$GROUP
-export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null} GO_TEST_JSON=$TMP/go-test-json
-mkdir -p "$GO_TEST_JSON"
-# go_test NAME ARGS...: go test -race ARGS -json, its events kept in
-# $GO_TEST_JSON/NAME and written as go test writes without -json.
-go_test() {
-	local name=$1
-	shift
-	set -o pipefail
-	go test -race -count=1 -timeout 30m -json "$@" | tee "$GO_TEST_JSON/$name" | "$TESTSUMMARY" -slowest 0 $TESTSUMMARY_FLAGS
-}
-export -f go_test
+log "go test -race -count=1 -timeout 30m $*"
 tests_began=$SECONDS
-declare -A group_name=()
-if [[ $all_tests -eq 1 ]]; then
-	# Everything: ./cmd/feedd, the longest package by far, runs on its own
-	# while the other packages run one after the other beside it, then the
-	# randomized feed suites at full size without -race (under -race their
-	# worlds are a fifth as large: feedtest.sized). Every package is built
-	# with -race first, once, so the two go tests do not build the same
-	# packages side by side.
-	log "go build -race ./..."
-	run_group go build -race ./... || die "go build -race ./... failed"
-	others=$(go list ./... | grep -vx 'github.com/feedd/feedd/cmd/feedd' | tr '\n' ' ')
-	log "go test -race -count=1 -timeout 30m ./cmd/feedd, beside go test -race -count=1 -timeout 30m -p 1 (the other packages), then go test -count=1 -timeout 10m -run '$FULL_SIZE_SUITES' ./sqlite ./postgres ./redis"
-	start_group bash -c 'go_test cmd ./cmd/feedd'
-	group_name[$GROUP]="go test ./cmd/feedd"
-	export OTHERS=$others FULL_SIZE_SUITES
-	start_group bash -c 'go_test others -p 1 $OTHERS || exit
-		set -o pipefail
-		go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES" ./sqlite ./postgres ./redis | tee "$GO_TEST_JSON/full" | "$TESTSUMMARY" -slowest 0'
-	group_name[$GROUP]="go test (the other packages, then the full-size suites)"
-else
-	log "go test -race -count=1 -timeout 30m $*"
-	start_group bash -c 'go_test all "$@"' go-test "$@"
-	group_name[$GROUP]="go test"
-fi
-group_name[$checks_pid]="go vet and staticcheck"
-waiting=("${!group_name[@]}")
-while [[ ${#waiting[@]} -gt 0 ]]; do
-	done_pid=""
-	done_rc=0
-	wait -n -p done_pid "${waiting[@]}" || done_rc=$?
-	end_group "$done_pid" "$done_rc" || true
-	left=()
-	for p in "${waiting[@]}"; do [[ $p == "$done_pid" ]] || left+=("$p"); done
-	waiting=("${left[@]}")
-	log "${group_name[$done_pid]}: exit status $done_rc after $((SECONDS - tests_began)) s"
-	if [[ $done_rc -ne 0 ]]; then
-		if [[ $done_pid == "$checks_pid" ]]; then
-			log "go vet or staticcheck failed: go test stopped"
-			exit "$done_rc"
-		fi
-		[[ $rc -ne 0 ]] || rc=$done_rc
+export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
+start_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@"
+tests_pid=$GROUP
+first=""
+first_rc=0
+wait -n -p first "$checks_pid" "$tests_pid" || first_rc=$?
+if [[ $first == "$checks_pid" ]]; then
+	end_group "$checks_pid" "$first_rc" || rc=$?
+	if [[ $rc -ne 0 ]]; then
+		log "go vet or staticcheck failed (exit $rc): go test stopped"
+		exit "$rc"
 	fi
-done
-cat "$GO_TEST_JSON"/* >"$FEED_TEST_JSON" 2>/dev/null || true
-cat "$GO_TEST_JSON"/* | "$TESTSUMMARY" -times-only
+	end_group "$tests_pid" || rc=$?
+	log "go test exit status $rc"
+else
+	end_group "$tests_pid" "$first_rc" || rc=$?
+	log "go test exit status $rc"
+	checks_rc=0
+	end_group "$checks_pid" || checks_rc=$?
+	if [[ $checks_rc -ne 0 ]]; then
+		log "go vet or staticcheck failed (exit $checks_rc)"
+		exit "$checks_rc"
+	fi
+fi
+race_end=$SECONDS
+# The randomized feed suites at full size: under -race they run with a
+# fifth of their worlds (at least 100 posts) (feedtest.sized), as the detector makes each
+# operation about ten times as costly. Only with the default arguments.
+if [[ $all_tests -eq 1 ]]; then
+	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES" ./sqlite ./postgres ./redis)
+	log "${full[*]}"
+	run_group bash -c 'set -o pipefail; "$@" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
+fi
 log "exit status $rc"
-log "wall time $((SECONDS - script_began)) s: go test $((SECONDS - tests_began)) s (go vet and staticcheck $(cat "$CHECKS_SECONDS" 2>/dev/null || echo ?) s alongside)"
+log "wall time $((SECONDS - script_began)) s: go test $((race_end - tests_began)) s (go vet and staticcheck $(cat "$CHECKS_SECONDS" 2>/dev/null || echo ?) s alongside), full-size suites $((SECONDS - race_end)) s"
 exit "$rc"

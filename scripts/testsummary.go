@@ -8,10 +8,6 @@
 //
 //	go test -json ./... | go run scripts/testsummary.go [-v] [-slowest 10]
 //
-// With -times-only it writes only the slowest tests and the time: the
-// summary of several go test runs' events, concatenated, whose results
-// were written as they ran.
-//
 // It exits 0 whatever the tests did: the exit status is go test's.
 package main
 
@@ -49,14 +45,9 @@ type timing struct {
 func main() {
 	verbose := flag.Bool("v", false, "write every test's output, as go test -v does")
 	slowest := flag.Int("slowest", 10, "how many of the slowest tests to list")
-	timesOnly := flag.Bool("times-only", false, "write only the slowest tests and the time")
 	flag.Parse()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	var results io.Writer = out // what go test would write
-	if *timesOnly {
-		results = io.Discard
-	}
 	held := map[testKey][]string{} // the output of tests still running
 	var times []timing
 	var first, last time.Time
@@ -66,15 +57,15 @@ func main() {
 		if len(line) > 0 {
 			var e event
 			if json.Unmarshal(line, &e) != nil || e.Action == "" {
-				results.Write(line) // not an event: as it came
+				out.Write(line) // not an event: as it came
 			} else {
-				if !e.Time.IsZero() && (first.IsZero() || e.Time.Before(first)) {
+				if first.IsZero() && !e.Time.IsZero() {
 					first = e.Time
 				}
-				if e.Time.After(last) {
+				if !e.Time.IsZero() {
 					last = e.Time
 				}
-				if t, ok := handle(results, e, held, *verbose); ok {
+				if t, ok := handle(out, e, held, *verbose); ok {
 					times = append(times, t)
 				}
 			}
@@ -91,7 +82,7 @@ func main() {
 	}
 	// Tests that never ended (their test binary died): what they said.
 	for k, lines := range held {
-		writeHeld(results, k, lines)
+		writeHeld(out, k, lines)
 	}
 	slices.SortFunc(times, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
 	if len(times) > 0 && *slowest > 0 {
