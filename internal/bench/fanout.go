@@ -132,14 +132,35 @@ func Fanout(ctx context.Context, env *Env, opt FanoutOptions) (*FanoutResult, er
 		if run == opt.Runs {
 			profile = opt.CPUProfile
 		}
-		if d, err = feeddFanout(ctx, env, w, run, FanoutOptions{Timeout: opt.Timeout, CPUProfile: profile}, true, &r); err != nil {
-			return nil, fmt.Errorf("feedd: %w", err)
+		post := func() error {
+			d, err := feeddFanout(ctx, env, w, run, FanoutOptions{Timeout: opt.Timeout, CPUProfile: profile}, true, &r)
+			if err != nil {
+				return fmt.Errorf("feedd: %w", err)
+			}
+			r.FeeddPerS, r.FeeddSeconds = float64(w.n)/d.Seconds(), d.Seconds()
+			return nil
 		}
-		r.FeeddPerS, r.FeeddSeconds = float64(w.n)/d.Seconds(), d.Seconds()
-		if d, err = feeddRepostFanout(ctx, env, w, run, opt.Timeout); err != nil {
-			return nil, fmt.Errorf("feedd repost: %w", err)
+		repost := func() error {
+			d, err := feeddRepostFanout(ctx, env, w, run, opt.Timeout)
+			if err != nil {
+				return fmt.Errorf("feedd repost: %w", err)
+			}
+			r.RepostPerS, r.RepostSeconds = float64(w.n)/d.Seconds(), d.Seconds()
+			return nil
 		}
-		r.RepostPerS, r.RepostSeconds = float64(w.n)/d.Seconds(), d.Seconds()
+		// The post first in odd runs, the repost first in even ones: each
+		// delivery grows the inboxes the next one writes into, so neither
+		// kind always meets the bigger ones.
+		first, second := post, repost
+		if run%2 == 0 {
+			first, second = repost, post
+		}
+		if err := first(); err != nil {
+			return nil, err
+		}
+		if err := second(); err != nil {
+			return nil, err
+		}
 		if d, err = limitFanout(ctx, env, w, run, &r); err != nil {
 			return nil, fmt.Errorf("limit: %w", err)
 		}
