@@ -574,11 +574,6 @@ checks_pid=$GROUP
 log "go test -race -count=1 -timeout 30m $*"
 tests_began=$SECONDS
 export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
-# The collector runs half as often as by default: the cores are busy all
-# along and memory is plentiful, so a garbage collection of a test binary
-# (under -race, every allocation costs more) is CPU the other tests wait
-# for.
-export GOGC=${GOGC:-200}
 start_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@"
 tests_pid=$GROUP
 first=""
