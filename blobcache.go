@@ -19,10 +19,8 @@ import (
 // Delete through the cache drops the objects at once.
 type BlobCache struct {
 	BlobStore
-	maxBytes  int64
-	maxObject int64
-	ttl       time.Duration
-	now       func() time.Time
+	maxBytes int64
+	now      func() time.Time
 
 	mu    sync.Mutex
 	bytes int64
@@ -50,8 +48,7 @@ func NewBlobCache(store BlobStore, maxBytes int64, now func() time.Time) *BlobCa
 	if now == nil {
 		now = time.Now
 	}
-	return &BlobCache{BlobStore: store, maxBytes: maxBytes, maxObject: BlobCacheMaxObject, ttl: BlobCacheTTL, now: now,
-		lru: list.New(), byKey: map[string]*list.Element{}}
+	return &BlobCache{BlobStore: store, maxBytes: maxBytes, now: now, lru: list.New(), byKey: map[string]*list.Element{}}
 }
 
 // Open implements BlobStore: from memory when the object is cached and
@@ -61,7 +58,7 @@ func (c *BlobCache) Open(ctx context.Context, key string) (Object, error) {
 		return b.object(), nil
 	}
 	o, err := c.BlobStore.Open(ctx, key)
-	if err != nil || o.Size > c.maxObject || o.Size > c.maxBytes {
+	if err != nil || o.Size > BlobCacheMaxObject || o.Size > c.maxBytes {
 		return o, err
 	}
 	body := make([]byte, o.Size)
@@ -95,7 +92,7 @@ func (c *BlobCache) get(key string) *cachedBlob {
 		return nil
 	}
 	b := e.Value.(*cachedBlob)
-	if c.now().Sub(b.fetched) >= c.ttl {
+	if c.now().Sub(b.fetched) >= BlobCacheTTL {
 		c.remove(e)
 		return nil
 	}

@@ -296,8 +296,8 @@ func writeWhole(w http.ResponseWriter, r *http.Request, f *feed.MediaFile) (bool
 	if _, err := io.ReadFull(f, b); err != nil {
 		return false, feed.MediaStoreDown(err)
 	}
-	setImageHeaders(w.Header(), f)
 	h := w.Header()
+	setImageHeaders(h, f)
 	if !f.Modified.IsZero() {
 		h.Set("Last-Modified", f.Modified.UTC().Format(http.TimeFormat))
 	}

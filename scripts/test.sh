@@ -576,31 +576,30 @@ tests_began=$SECONDS
 export FEED_TEST_JSON=${FEED_TEST_JSON:-/dev/null}
 start_group bash -c 'set -o pipefail; go test -race -count=1 -timeout 30m -json "$@" | tee "$FEED_TEST_JSON" | "$TESTSUMMARY" $TESTSUMMARY_FLAGS' go-test "$@"
 tests_pid=$GROUP
+# The first to end: failed checks stop go test at once; otherwise each
+# ends in turn (a status wait -n took is passed on, not waited for again).
 first=""
 first_rc=0
 wait -n -p first "$checks_pid" "$tests_pid" || first_rc=$?
-if [[ $first == "$checks_pid" ]]; then
-	end_group "$checks_pid" "$first_rc" || rc=$?
-	if [[ $rc -ne 0 ]]; then
-		log "go vet or staticcheck failed (exit $rc): go test stopped"
-		exit "$rc"
-	fi
-	end_group "$tests_pid" || rc=$?
-	log "go test exit status $rc"
-else
-	end_group "$tests_pid" "$first_rc" || rc=$?
-	log "go test exit status $rc"
-	checks_rc=0
-	end_group "$checks_pid" || checks_rc=$?
-	if [[ $checks_rc -ne 0 ]]; then
-		log "go vet or staticcheck failed (exit $checks_rc)"
-		exit "$checks_rc"
-	fi
+if [[ $first == "$checks_pid" && $first_rc -ne 0 ]]; then
+	end_group "$checks_pid" "$first_rc" || true
+	log "go vet or staticcheck failed (exit $first_rc): go test stopped"
+	exit "$first_rc"
+fi
+taken() { [[ $1 == "$first" ]] && echo "$first_rc"; return 0; }
+end_group "$tests_pid" "$(taken "$tests_pid")" || rc=$?
+log "go test exit status $rc"
+checks_rc=0
+end_group "$checks_pid" "$(taken "$checks_pid")" || checks_rc=$?
+if [[ $checks_rc -ne 0 ]]; then
+	log "go vet or staticcheck failed (exit $checks_rc)"
+	exit "$checks_rc"
 fi
 race_end=$SECONDS
 # The randomized feed suites at full size: under -race they run with a
-# fifth of their worlds (at least 100 posts) (feedtest.sized), as the detector makes each
-# operation about ten times as costly. Only with the default arguments.
+# fifth of their worlds, at least 100 posts (feedtest.sized), as the
+# detector makes each operation about ten times as costly. Only with the
+# default arguments.
 if [[ $all_tests -eq 1 ]]; then
 	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES" ./sqlite ./postgres ./redis)
 	log "${full[*]}"
