@@ -4,7 +4,8 @@
 #
 # Usage:
 #   scripts/test.sh                        go mod tidy -diff, then go vet ./... && staticcheck ./...
-#                                          alongside go test -race -count=1 -timeout 30m ./...
+#                                          alongside go test -race -count=1 -timeout 30m -skip '^TestBench' ./...,
+#                                          then go test without -race (below)
 #   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
 #                                          ... go test -race -count=1 -timeout 30m -run TestX ./sqlite
 #   (later flags win, e.g. scripts/test.sh -timeout 5m ./...)
@@ -52,12 +53,14 @@
 # go test runs with -json; scripts/testsummary.go writes its events as go
 # test writes without it (each package's line, the output of the tests that
 # failed; every test's with -v), then the 10 slowest tests, and this script
-# its wall time. FEED_TEST_JSON=FILE keeps go test's -json output in FILE
+# its wall time. FEED_TEST_JSON=FILE keeps both go tests' -json output in FILE
 # (to see where the time goes).
 #
-# Without arguments, the randomized feed suites of the engines
-# ($FULL_SIZE_SUITES) then run once more without -race at full size: under
-# -race their worlds are a fifth as large, at least 100 posts (feedtest.sized).
+# Without arguments, a second go test without -race follows: the randomized
+# feed suites of the engines ($FULL_SIZE_SUITES) once more at full size
+# (under -race their worlds are a fifth as large, at least 100 posts:
+# feedtest.sized), and the end-to-end tests of feedd bench ($BENCH_TESTS),
+# which the first go test skips.
 #
 # Exit status: go mod tidy -diff's if it fails (nothing else runs), go vet's
 # or staticcheck's if one fails (go test is then stopped), else go test's.
@@ -542,8 +545,13 @@ run_group() {
 }
 
 all_tests=$(( $# == 0 ))
+# The end-to-end tests of feedd bench (cmd/feedd's TestBench*) check what
+# each benchmark reports, not a race of the server they load (the other
+# tests run its every path under -race): with the default arguments they
+# run in the second go test, without -race, where they cost a fifth.
+BENCH_TESTS='^TestBench'
 if [[ $# -eq 0 ]]; then
-	set -- ./...
+	set -- -skip "$BENCH_TESTS" ./...
 fi
 rc=0
 log "go mod tidy -diff"
@@ -596,15 +604,16 @@ if [[ $checks_rc -ne 0 ]]; then
 	exit "$checks_rc"
 fi
 race_end=$SECONDS
-# The randomized feed suites at full size: under -race they run with a
-# fifth of their worlds, at least 100 posts (feedtest.sized), as the
-# detector makes each operation about ten times as costly. Only with the
-# default arguments.
+# Without -race, only with the default arguments: the randomized feed
+# suites at full size (under -race they run with a fifth of their worlds,
+# at least 100 posts (feedtest.sized), as the detector makes each
+# operation about ten times as costly), and the benchmarks' end-to-end
+# tests.
 if [[ $all_tests -eq 1 ]]; then
-	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES" ./sqlite ./postgres ./redis)
+	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES|$BENCH_TESTS" ./sqlite ./postgres ./redis ./cmd/feedd)
 	log "${full[*]}"
-	run_group bash -c 'set -o pipefail; "$@" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
+	run_group bash -c 'set -o pipefail; "$@" | tee -a "$FEED_TEST_JSON" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
 fi
 log "exit status $rc"
-log "wall time $((SECONDS - script_began)) s: go test $((race_end - tests_began)) s (go vet and staticcheck $(cat "$CHECKS_SECONDS" 2>/dev/null || echo ?) s alongside), full-size suites $((SECONDS - race_end)) s"
+log "wall time $((SECONDS - script_began)) s: go test -race $((race_end - tests_began)) s (go vet and staticcheck $(cat "$CHECKS_SECONDS" 2>/dev/null || echo ?) s alongside), go test without -race $((SECONDS - race_end)) s"
 exit "$rc"
