@@ -551,7 +551,9 @@ all_tests=$(( $# == 0 ))
 # run in the second go test, without -race, where they cost a fifth.
 BENCH_TESTS='^TestBench'
 if [[ $# -eq 0 ]]; then
-	set -- -skip "$BENCH_TESTS" ./...
+	# The packages whose tests take longest first, so that go test (two
+	# test binaries at a time) does not end on one of them alone.
+	set -- -skip "$BENCH_TESTS" ./cmd/feedd ./redis ./sqlite ./postgres ./...
 fi
 rc=0
 log "go mod tidy -diff"
@@ -610,7 +612,7 @@ race_end=$SECONDS
 # operation about ten times as costly), and the benchmarks' end-to-end
 # tests.
 if [[ $all_tests -eq 1 ]]; then
-	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES|$BENCH_TESTS" ./sqlite ./postgres ./redis ./cmd/feedd)
+	full=(go test -count=1 -timeout 10m -json -run "$FULL_SIZE_SUITES|$BENCH_TESTS" ./redis ./cmd/feedd ./postgres ./sqlite)
 	log "${full[*]}"
 	run_group bash -c 'set -o pipefail; "$@" | tee -a "$FEED_TEST_JSON" | "$TESTSUMMARY" -slowest 0' go-test-full "${full[@]}" || rc=$((rc == 0 ? 1 : rc))
 fi
