@@ -228,7 +228,7 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry
 	if s.Reposts == nil {
 		return entries, posts, nil
 	}
-	reps, sharers, err := s.feedReposts(ctx, userID, posts, nil)
+	reps, err := s.Reposts.RepostEntries(ctx, userID, posts)
 	if err != nil || len(reps) == 0 {
 		return entries, posts, err
 	}
@@ -236,7 +236,7 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry
 	for i, e := range entries {
 		p := posts[i]
 		if r := reps[e.PostID]; r != nil {
-			if !r.Places(sharers[r.PostID]) {
+			if !r.Places() {
 				continue
 			}
 			p = r.PostID

@@ -3,6 +3,7 @@ package feedtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -332,6 +333,31 @@ func testRepostCounts(t *testing.T, b *Backend) {
 	if fan, rm := count(); fan != n || rm != 0 {
 		t.Fatalf("%d reposts enqueued %d deliveries and %d removals", n, fan, rm)
 	}
+	// Who shared it, for a reader who follows 3 of the 200 (and so is
+	// counted from its follows, the smaller side), then reposts it too.
+	reader := newUser(t, b, 99, now).ID
+	followed := []int64{users[10], users[20], users[30]}
+	for _, u := range followed {
+		must(t, svc.Follow(ctx, reader, u, true), "Follow")
+	}
+	for _, mine := range []bool{false, true} {
+		if mine {
+			must(t, svc.Repost(ctx, reader, p.ID, true), "Repost")
+			count()
+		}
+		sh, err := b.Reposts.Sharers(ctx, reader, []int64{p.ID})
+		must(t, err, "Sharers")
+		want := 3
+		if mine {
+			want = 4
+		}
+		if s := sh[p.ID]; s == nil || s.Count != want || s.Viewer != mine || s.FirstUser == nil ||
+			!slices.Contains(append(followed, reader), s.First.UserID) || s.FirstUser.ID != s.First.UserID {
+			t.Fatalf("sharers of a post reposted %d times, for a reader following 3 of them (its own repost %v): %+v", n, mine, s)
+		}
+	}
+	must(t, svc.Repost(ctx, reader, p.ID, false), "Repost undo")
+	count()
 	// Everyone reposts again (nothing changes) while the even ones undo,
 	// twice each, at once.
 	concurrently(func(i int) error {
