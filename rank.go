@@ -228,7 +228,7 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry
 	if s.Reposts == nil {
 		return entries, posts, nil
 	}
-	reps, err := s.Reposts.RepostEntries(ctx, userID, posts)
+	reps, sharers, err := s.feedReposts(ctx, userID, posts, nil)
 	if err != nil || len(reps) == 0 {
 		return entries, posts, err
 	}
@@ -236,7 +236,7 @@ func (s *Service) rankEntries(ctx context.Context, userID int64, entries []Entry
 	for i, e := range entries {
 		p := posts[i]
 		if r := reps[e.PostID]; r != nil {
-			if !r.Places() {
+			if !r.Places(sharers[r.PostID]) {
 				continue
 			}
 			p = r.PostID

@@ -109,8 +109,7 @@ type RepostStore interface {
 	Reposts(ctx context.Context, ids []int64) (map[int64]*Repost, error)
 	// RepostEntries returns, by id, the reposts among ids (the others are
 	// posts' or nothing's) with what decides whether each places its post
-	// in viewerID's feed (RepostEntry): FeedViewer.EntryViews' reposts,
-	// without reading the posts among ids. One round trip, a few index
+	// in viewerID's feed (RepostEntry). One round trip, a few index
 	// lookups per repost.
 	RepostEntries(ctx context.Context, viewerID int64, ids []int64) (map[int64]*RepostEntry, error)
 	// Sharers returns, for each of postIDs that any of the people viewerID
@@ -154,10 +153,6 @@ type RepostEntry struct {
 	// feed at all (as a post's own entry is not, by a muted or blocked
 	// author).
 	Author Relation
-	// Sharers is who reposted the post among the people the viewer is
-	// shown reposts of (nil: nobody); its FirstUser is set when the first
-	// is this repost.
-	Sharers *Sharers
 }
 
 // Sharers is who reposted one post among the people a viewer is shown
@@ -170,14 +165,15 @@ type Sharers struct {
 }
 
 // Places reports whether repost entry r places its post in the viewer's
-// feed: the post exists, nothing excludes its author, the viewer neither
-// is nor follows its author (the post's own entry would place it), and r
-// is the earliest of the post's reposts among those the viewer is shown
-// (r.Sharers; so one the viewer is shown). Earliest, not newest: a new
-// repost is newer than every entry before it, so neither a repost nor an
-// undo ever moves a post to an older entry (repost.go's rule).
-func (r *RepostEntry) Places() bool {
-	return r.Post != nil && !r.AuthorFollowed && !r.Author.excludes() && r.Sharers != nil && r.Sharers.First.ID == r.ID
+// feed, the post's reposts among those the viewer is shown being sh: the
+// post exists, nothing excludes its author, the viewer neither is nor
+// follows its author (the post's own entry would place it), and r is the
+// earliest of those reposts (so one the viewer is shown). Earliest, not
+// newest: a new repost is newer than every entry before it, so neither a
+// repost nor an undo ever moves a post to an older entry (repost.go's
+// rule).
+func (r *RepostEntry) Places(sh *Sharers) bool {
+	return r.Post != nil && !r.AuthorFollowed && !r.Author.excludes() && sh != nil && sh.First.ID == r.ID
 }
 
 // excludes reports whether relation r to a post's author (or a reposter)
@@ -256,21 +252,82 @@ func (s *Service) quotable(ctx context.Context, userID, id int64) error {
 	return err
 }
 
-// placeReposts returns page's Views with the page's repost entries that
-// place their posts (RepostEntry.Places), as views of those posts, by
-// entry id.
-func (s *Service) placeReposts(page *EntryViews) map[int64]*PostView {
+// placeReposts adds to views, a page's hydrated posts by entry id, the
+// page's repost entries that place their posts (RepostEntry.Places), as
+// views of those posts, and sets RepostedBy and Reposted on every view:
+// feedReposts' store calls, none when no entry of ids is missing from
+// views and no post of views has reposts.
+func (s *Service) placeReposts(ctx context.Context, viewerID int64, ids []int64, views map[int64]*PostView) error {
 	if s.Reposts == nil {
-		return page.Views
+		return nil
 	}
-	for id, r := range page.Reposts {
-		if r.Places() {
-			v := *r.Post
-			v.setSharers(r.Sharers)
-			page.Views[id] = &v
+	var missing, reposted []int64
+	for _, id := range ids {
+		if v := views[id]; v == nil {
+			missing = append(missing, id)
+		} else if v.Reposts > 0 {
+			reposted = append(reposted, v.ID)
 		}
 	}
-	return page.Views
+	entries, sharers, err := s.feedReposts(ctx, viewerID, missing, reposted)
+	if err != nil {
+		return err
+	}
+	for id, r := range entries {
+		if r.Places(sharers[r.PostID]) {
+			v := *r.Post
+			views[id] = &v
+		}
+	}
+	for _, v := range views {
+		v.setSharers(sharers[v.ID])
+	}
+	return nil
+}
+
+// feedReposts reads what a page of viewerID's feed needs to place and
+// show its posts: the entries among entryIDs that are reposts
+// (RepostEntries), and who reposted each of postIDs and each post one of
+// those entries may place (Sharers). A post that has one repost, the
+// entry's, needs no Sharers read: they are that repost, if its reposter is
+// shown. At most two store calls, none for nothing to read.
+func (s *Service) feedReposts(ctx context.Context, viewerID int64, entryIDs, postIDs []int64) (map[int64]*RepostEntry, map[int64]*Sharers, error) {
+	entries := map[int64]*RepostEntry{}
+	if len(entryIDs) > 0 {
+		var err error
+		if entries, err = s.Reposts.RepostEntries(ctx, viewerID, entryIDs); err != nil {
+			return nil, nil, err
+		}
+	}
+	wanted := slices.Clone(postIDs)
+	var single []*RepostEntry
+	for _, r := range entries {
+		switch {
+		case r.Post == nil || r.AuthorFollowed || r.Author.excludes():
+		case r.Post.Reposts == 1:
+			single = append(single, r)
+		default:
+			wanted = append(wanted, r.PostID)
+		}
+	}
+	sharers := map[int64]*Sharers{}
+	if len(wanted) > 0 {
+		slices.Sort(wanted)
+		var err error
+		if sharers, err = s.Reposts.Sharers(ctx, viewerID, slices.Compact(wanted)); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, r := range single {
+		if r.ReposterShown && sharers[r.PostID] == nil {
+			u := &User{ID: r.UserID}
+			if r.Reposter != nil {
+				u = r.Reposter
+			}
+			AddSharer(sharers, viewerID, r.Repost, u)
+		}
+	}
+	return entries, sharers, nil
 }
 
 // setSharers sets v's RepostedBy and Reposted from sh (nil: nobody).
@@ -369,4 +426,18 @@ func (s *Service) embedQuotes(ctx context.Context, viewerID int64, views []PostV
 		views[i].Quote = q
 	}
 	return nil
+}
+
+// AddSharer counts repost r, by user u, into m's Sharers of its post, for
+// viewerID (a store's Sharers reading them one by one).
+func AddSharer(m map[int64]*Sharers, viewerID int64, r Repost, u *User) {
+	sh := m[r.PostID]
+	if sh == nil {
+		sh = &Sharers{First: r, FirstUser: u}
+		m[r.PostID] = sh
+	} else if r.Entry().Compare(sh.First.Entry()) > 0 { // earlier in time
+		sh.First, sh.FirstUser = r, u
+	}
+	sh.Count++
+	sh.Viewer = sh.Viewer || r.UserID == viewerID
 }

@@ -152,6 +152,112 @@ func (db *DB) Reposts(ctx context.Context, ids []int64) (map[int64]*feed.Repost,
 	return out, err
 }
 
+// repostEntriesQuery reads the reposts among $2 for the viewer $1: each
+// repost, its reposter's name, the post it shows with its author and the
+// viewer's like (exists false: gone), and the facts of feed.RepostEntry.
+// Every lookup is by primary key or index.
+const repostEntriesQuery = `SELECT r.id, r.user_id, r.post_id, r.created_at, ru.id IS NOT NULL, coalesce(ru.nick_name, ''), coalesce(ru.icon, ''),
+	p.id IS NOT NULL, coalesce(p.user_id, 0), coalesce(p.shop_id, 0), coalesce(p.title, ''), coalesce(p.images, ''), coalesce(p.content, ''),
+	coalesce(p.liked, 0), coalesce(p.comments, 0), coalesce(p.comment_policy, 0), coalesce(p.created_at, 0), coalesce(p.updated_at, 0),
+	coalesce(p.quote_of, 0), coalesce(p.quote_policy, 0), coalesce(p.reposts, 0), coalesce(p.quotes, 0),
+	u.id IS NOT NULL, coalesce(u.nick_name, ''), coalesce(u.icon, ''),
+	EXISTS (SELECT 1 FROM likes l WHERE l.user_id = $1 AND l.post_id = r.post_id),
+	r.user_id = $1 OR (EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 AND f.followee_id = r.user_id AND f.show_reposts)
+		AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = r.user_id)),
+	coalesce(p.user_id = $1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 AND f.followee_id = p.user_id), false),
+	EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = p.user_id),
+	EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = $1 AND b.blocked_id = p.user_id),
+	EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = p.user_id AND b.blocked_id = $1)
+	FROM reposts r LEFT JOIN users ru ON ru.id = r.user_id LEFT JOIN posts p ON p.id = r.post_id LEFT JOIN users u ON u.id = p.user_id
+	WHERE r.id = ANY($2)`
+
+// RepostEntries implements feed.RepostStore with repostEntriesQuery.
+func (db *DB) RepostEntries(ctx context.Context, viewerID int64, ids []int64) (map[int64]*feed.RepostEntry, error) {
+	out := map[int64]*feed.RepostEntry{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Pool.Query(ctx, repostEntriesQuery, viewerID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e feed.RepostEntry
+		var p feed.Post
+		var ru, a feed.User
+		var created, pCreated, pUpdated int64
+		var hasReposter, exists, hasAuthor, liked bool
+		if err := rows.Scan(&e.ID, &e.UserID, &e.PostID, &created, &hasReposter, &ru.NickName, &ru.Icon,
+			&exists, &p.UserID, &p.ShopID, &p.Title, &p.Images, &p.Content, &p.Liked, &p.Comments, &p.CommentPolicy, &pCreated, &pUpdated,
+			&p.QuoteOf, &p.QuotePolicy, &p.Reposts, &p.Quotes, &hasAuthor, &a.NickName, &a.Icon, &liked,
+			&e.ReposterShown, &e.AuthorFollowed, &e.Author.Muted, &e.Author.Blocked, &e.Author.BlocksViewer); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = time.UnixMilli(created)
+		if hasReposter {
+			ru.ID = e.UserID
+			e.Reposter = &ru
+		}
+		if exists {
+			p.ID = e.PostID
+			p.CreatedAt, p.UpdatedAt = time.UnixMilli(pCreated), time.UnixMilli(pUpdated)
+			e.Post = &feed.PostView{Post: &p, IsLike: liked}
+			if hasAuthor {
+				a.ID = p.UserID
+				e.Post.Author = &a
+			}
+		}
+		out[e.ID] = &e
+	}
+	return out, rows.Err()
+}
+
+// sharersQuery reads, for the posts among $2, the reposts the viewer $1
+// is shown (its own, and those of the users it follows with show_reposts
+// on and does not mute), with their reposters' names. Per post (LATERAL,
+// each branch under a one-time filter of the post's reposts count against
+// the viewer's follows count) it reads the smaller side: the post's
+// reposts, each checked against the viewer's follows; or the viewer's
+// follows, each probed for a repost of the post (reposts' unique
+// (user_id, post_id)).
+const sharersQuery = `WITH k AS (SELECT coalesce((SELECT followee FROM users WHERE id = $1), 0) + 1 AS n)
+	SELECT s.post_id, s.id, s.user_id, s.created_at, coalesce(u.nick_name, ''), coalesce(u.icon, '')
+	FROM k CROSS JOIN (SELECT id, reposts FROM posts WHERE id = ANY($2)) ps
+	CROSS JOIN LATERAL (
+		SELECT x.id, x.user_id, x.post_id, x.created_at FROM reposts x
+		WHERE ps.reposts <= k.n AND x.post_id = ps.id
+			AND (x.user_id = $1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 AND f.followee_id = x.user_id AND f.show_reposts))
+			AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = x.user_id)
+		UNION ALL
+		SELECT x.id, x.user_id, x.post_id, x.created_at
+		FROM (SELECT followee_id AS u FROM follows WHERE follower_id = $1 AND show_reposts UNION ALL SELECT $1) fu
+			JOIN reposts x ON x.user_id = fu.u AND x.post_id = ps.id
+		WHERE ps.reposts > k.n
+			AND NOT EXISTS (SELECT 1 FROM mutes m WHERE m.user_id = $1 AND m.muted_id = x.user_id)) s
+	LEFT JOIN users u ON u.id = s.user_id`
+
+// Sharers implements feed.RepostStore with sharersQuery.
+func (db *DB) Sharers(ctx context.Context, viewerID int64, postIDs []int64) (map[int64]*feed.Sharers, error) {
+	out := map[int64]*feed.Sharers{}
+	if len(postIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.Pool.Query(ctx, sharersQuery, viewerID, postIDs)
+	if err != nil {
+		return nil, err
+	}
+	var r feed.Repost
+	var created int64
+	var nick, icon string
+	_, err = pgx.ForEachRow(rows, []any{&r.PostID, &r.ID, &r.UserID, &created, &nick, &icon}, func() error {
+		r.CreatedAt = time.UnixMilli(created)
+		feed.AddSharer(out, viewerID, r, &feed.User{ID: r.UserID, NickName: nick, Icon: icon})
+		return nil
+	})
+	return out, err
+}
+
 // PurgeReposts implements feed.RepostStore: one transaction, an index
 // range of reposts_post.
 func (db *DB) PurgeReposts(ctx context.Context, postID int64, limit int) (int, error) {
