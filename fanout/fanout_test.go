@@ -79,7 +79,12 @@ func newWorld(t *testing.T, followers int) *world {
 		follows[i] = feed.ImportFollow{FollowerID: id, FolloweeID: a.ID, CreatedAt: now}
 		w.users = append(w.users, id)
 	}
-	none := func([]feed.ImportSkip) []feed.ImportCheckpoint { return nil }
+	none := func(skips []feed.ImportSkip) []feed.ImportCheckpoint {
+		if len(skips) > 0 {
+			t.Errorf("the world's rows were skipped: %v", skips)
+		}
+		return nil
+	}
 	if err := db.ImportUsers(ctx, users, none); err != nil {
 		t.Fatal(err)
 	}

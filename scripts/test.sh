@@ -4,7 +4,8 @@
 #
 # Usage:
 #   scripts/test.sh                        go mod tidy -diff, then go vet ./... && staticcheck ./...
-#                                          alongside go test -race -count=1 -timeout 30m -skip '^TestBench' ./...,
+#                                          alongside go test -race -count=1 -timeout 30m -skip '^TestBench'
+#                                          ./cmd/feedd ./redis ./sqlite ./postgres ./... (the longest first),
 #                                          then go test without -race (below)
 #   scripts/test.sh -run TestX ./sqlite    arguments REPLACE ./... (of go test only):
 #                                          ... go test -race -count=1 -timeout 30m -run TestX ./sqlite
